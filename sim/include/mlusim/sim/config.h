@@ -1,0 +1,135 @@
+// Hardware configuration of one simulated chip, as read from a YAML preset in configs/.
+//
+// Every parameter is declared once, here, with its unit. There are no defaults in C++: values come
+// only from the YAML files (a preset may `extends:` another and override keys), so a figure and
+// its source comment live in exactly one place. A loaded config is fully validated: unknown keys,
+// missing keys, wrong types and impossible values raise ConfigError naming file, key and reason.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlusim/sim/dtype.h"
+
+namespace mlusim::sim {
+
+// A systolic array shape for one dtype; rows == cols == 0 means the TFU does not support it.
+struct TfuArray {
+  std::uint32_t rows = 0;
+  std::uint32_t cols = 0;
+  bool supported() const { return rows > 0 && cols > 0; }
+};
+
+enum class Dataflow : std::uint8_t { kOutputStationary, kWeightStationary };
+
+struct HardwareConfig {
+  std::string name;                 // `name`: preset name shown in reports
+  std::string source_file;          // file it was loaded from (not a YAML key)
+  std::uint32_t device_count;       // `devices`: identical chips in the system
+
+  // --- topology and clocks ---
+  std::uint32_t clusters;           // `topology.clusters`
+  std::uint32_t cores_per_cluster;  // `topology.cores_per_cluster` (MLU: 4 compute cores + 1 memory core)
+  double core_clock_mhz;            // `clock.core_mhz`: IPU clock; every engine cycle is one of these
+  double mem_clock_mhz;             // `clock.mem_mhz`: DRAM clock, reported in device properties only
+
+  // --- on-chip memories (bytes) ---
+  std::uint64_t nram_bytes;         // `core.nram_bytes`: usable NRAM per compute core
+  std::uint64_t wram_bytes;         // `core.wram_bytes`: WRAM per compute core
+  std::uint64_t sram_bytes;         // `cluster.sram_bytes`: usable shared SRAM per cluster
+  double sram_bandwidth_gbps;       // `cluster.sram_bandwidth_gbps`: one cluster's SRAM port, GB/s
+  std::uint32_t sram_latency_cycles;  // `cluster.sram_latency_cycles`
+
+  // --- DRAM (GDRAM) ---
+  std::uint64_t dram_bytes;         // `dram.capacity_bytes`
+  std::uint32_t dram_channels;      // `dram.channels`: address-interleaved channels
+  std::uint64_t dram_interleave_bytes;  // `dram.interleave_bytes`: consecutive bytes per channel
+  double dram_bandwidth_gbps;       // `dram.bandwidth_gbps`: all channels together, GB/s
+  double dram_latency_ns;           // `dram.latency_ns`: first-byte latency of a DRAM access
+  std::uint32_t dram_bus_width_bits;  // `dram.bus_width_bits`: reported in device properties
+
+  // --- L2 / NoC: modelled as one shared bandwidth stage between clusters and DRAM ---
+  std::uint64_t l2_bytes;           // `l2.size_bytes`: reported; no hit/miss model
+  double noc_bandwidth_gbps;        // `l2.bandwidth_gbps`: aggregate NoC/L2 bandwidth, GB/s
+
+  // --- DMA engines ---
+  double io_dma_bandwidth_gbps;     // `dma.io_bandwidth_gbps`: one compute core's IO-DMA (off<->on chip)
+  double move_dma_bandwidth_gbps;   // `dma.move_bandwidth_gbps`: one core's Move-DMA (on<->on chip)
+  double memcore_dma_bandwidth_gbps;  // `dma.memcore_bandwidth_gbps`: a memory core's DMA (GDRAM<->SRAM)
+  std::uint32_t io_dma_latency_cycles;    // `dma.io_latency_cycles`: issue-to-first-byte, IO-DMA
+  std::uint32_t move_dma_latency_cycles;  // `dma.move_latency_cycles`: issue-to-first-byte, Move-DMA
+  std::uint32_t dma_burst_bytes;    // `dma.burst_bytes`: each contiguous segment is rounded up to this
+
+  // --- host link and chip-to-chip link ---
+  double host_link_bandwidth_gbps;  // `host_link.bandwidth_gbps`: pinned host memory, per direction
+  double host_link_pageable_gbps;   // `host_link.pageable_bandwidth_gbps`: pageable host memory
+  double host_link_latency_ns;      // `host_link.latency_ns`
+  double mlu_link_bandwidth_gbps;   // `mlu_link.bandwidth_gbps`: 0 = no MLU-Link (peer copies via host)
+  double mlu_link_latency_ns;       // `mlu_link.latency_ns`
+
+  // --- VFU: a SIMD unit `vfu.width_bytes` wide ---
+  std::uint32_t vfu_width_bytes;    // `vfu.width_bytes`: bytes processed per cycle (fp32 lanes = width/4)
+  std::uint32_t vfu_startup_cycles;   // `vfu.startup_cycles`: pipeline fill per intrinsic
+  std::uint32_t vfu_transcendental_factor;  // `vfu.transcendental_factor`: cycles per vector for exp/log/...
+
+  // --- TFU: systolic array per dtype ---
+  TfuArray tfu_fp32;                // `tfu.fp32.rows`, `tfu.fp32.cols`
+  TfuArray tfu_fp16;                // `tfu.fp16.rows`, `tfu.fp16.cols`
+  TfuArray tfu_int8;                // `tfu.int8.rows`, `tfu.int8.cols`
+  Dataflow tfu_dataflow;            // `tfu.dataflow`: output_stationary | weight_stationary
+  bool tfu_fold_overlap;            // `tfu.fold_overlap`: pipeline consecutive folds
+
+  // --- scalar unit ---
+  std::uint32_t scalar_onchip_cycles;  // `scalar.onchip_access_cycles`: one NRAM/WRAM/SRAM load/store
+
+  // --- host-side costs charged by the driver ---
+  double launch_overhead_ns;        // `host.launch_overhead_ns`: host time of one kernel launch call
+  double api_call_ns;               // `host.api_call_ns`: host time of any other driver call
+
+  const TfuArray& tfu_array(DType t) const;  // {0,0} for dtypes the TFU never supports
+  std::uint32_t total_cores() const { return clusters * cores_per_cluster; }
+};
+
+// Raised for every invalid configuration. what() reads "<file>: <key>: <reason>", or
+// "<file>: <reason>" for errors that concern no single key (YAML syntax, missing file). `file` is
+// "override" for a bad override.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string file, std::string key, const std::string& reason);
+  const std::string& file() const { return file_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string file_;
+  std::string key_;
+};
+
+// One `--set key=value` style override, applied after all `extends:` merging.
+using ConfigOverride = std::pair<std::string, std::string>;
+
+// Splits "key=value" at the first '='. Throws ConfigError when there is no '=' or no key.
+ConfigOverride parse_config_override(const std::string& text);
+
+// Directory holding the presets: $MLUSIM_CONFIG_DIR if set, else the installed/ source configs/.
+std::filesystem::path config_dir();
+
+// Resolves a preset name ("tiny", "mlu370-x4") or a path to a YAML file.
+std::filesystem::path resolve_config_path(const std::string& name_or_path);
+
+// Loads, merges `extends:` chains (relative to the including file; cycles rejected), applies
+// overrides, and validates. Throws ConfigError.
+HardwareConfig load_config(const std::string& name_or_path, const std::vector<ConfigOverride>& overrides = {});
+
+// Parses a YAML document given as text (tests); `origin` names it in errors. `extends:` paths are
+// resolved against config_dir().
+HardwareConfig parse_config(const std::string& yaml_text, const std::string& origin,
+                            const std::vector<ConfigOverride>& overrides = {});
+
+// Name of the default preset ("mlu370-x4").
+const char* default_config_name();
+
+}  // namespace mlusim::sim

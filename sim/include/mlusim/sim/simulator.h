@@ -1,0 +1,51 @@
+// The process-wide simulation: one SystemC kernel, the devices built from one config, and the
+// trace writer they share. SystemC allows one kernel per process and its time never resets, so
+// this is a singleton; rebuilding from a new config drains, shuts the old devices' threads down
+// and builds new ones with a fresh epoch.
+//
+// Not thread-safe: exactly one thread (the driver's simulation thread, or a test's main thread)
+// may call into the simulator and its devices.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mlusim/sim/config.h"
+#include "mlusim/sim/device.h"
+#include "mlusim/sim/sim_time.h"
+
+namespace mlusim::sim {
+
+class TraceWriter;
+
+class Simulator {
+ public:
+  static Simulator& instance();
+
+  // Replaces all devices by config.device_count new ones. Runs the simulation until the old
+  // devices are idle first. The new epoch is the current simulated time.
+  void build(const HardwareConfig& config);
+  bool built() const { return !devices_.empty(); }
+  const HardwareConfig& config() const;
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  Device& device(int index);  // throws std::out_of_range
+
+  // Runs until no activity is left (every launch and copy finished).
+  void run_until_idle();
+  // Runs until absolute device time `t` (ps since the epoch), or returns at once if past it.
+  void run_until(Picos t);
+  Picos now() const;  // device time: ps since the current epoch
+  Picos epoch() const { return epoch_ps_; }
+
+  TraceWriter& trace();
+
+ private:
+  Simulator();
+  ~Simulator();
+  std::unique_ptr<HardwareConfig> config_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<TraceWriter> trace_;
+  Picos epoch_ps_ = 0;
+};
+
+}  // namespace mlusim::sim

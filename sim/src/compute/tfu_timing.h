@@ -1,0 +1,106 @@
+// TFU (tensor unit) cost model: cycles of a GEMM or a convolution on an R x C systolic array.
+//
+// Pure arithmetic on shapes: no SystemC, no data. The simulated core asks for the cost of one
+// matmul/conv intrinsic, occupies its TFU for `cycles`, and reports `folds`/`utilisation` in its
+// statistics. The arithmetic itself lives in compute/tensor_math.h.
+//
+// ------------------------------------------------------------------------------------------------
+// Mapping (as SCALE-Sim v2, scalesim/topology_utils.py calc_spatio_temporal_params):
+//   GEMM C[M,N] = A[M,K] x B[K,N]
+//   output-stationary (OS): Sr = M (array rows), Sc = N (array cols), T = K (streamed)
+//   weight-stationary (WS): Sr = K (array rows), Sc = N (array cols), T = M (streamed)
+//   folds = ceil(Sr / R) * ceil(Sc / C)
+// A partial fold (Sr or Sc not a multiple of R or C) is charged like a full one: SCALE-Sim pads
+// its operand tiles with null requests (-1) up to R rows / C cols before adding gaps and skew.
+//
+// Fold overlap OFF (the reference semantics: every fold pays fill and drain):
+//   OS: cycles = folds * (K + R + C - 2) - 1
+//   WS: cycles = folds * (M + 2R + C - 2) - 1
+//
+// Derivation from SCALE-Sim v2 (github scalesim-project/scale-sim-v2; read at commits aabd619e
+// and 0b80b279 of scalesim/compute/systolic_compute_os.py, a47e96e6 and 11a84139 of
+// systolic_compute_ws.py, 7ea0466f and 1eea742c of scalesim/memory/double_buffered_scratchpad_mem.py;
+// the shapes below are identical in all of them):
+//   skew_matrix(X) of an r x c matrix returns (r + c - 1) x c rows.
+//   OS, create_ofmap_demand_mat(), per fold: the output tile padded to R x C, flipped, prefixed by
+//     `inter_fold_gap_prefix = self.T - 1` null rows -> (T - 1 + R) rows, then skewed -> + C - 1:
+//     T + R + C - 2 rows. (create_ifmap_demand_mat: T rows + `arr_col - 1` suffix, skewed over R
+//     cols -> T + C - 1 + R - 1; create_filter_demand_mat: T + `arr_row - 1`, skewed over C cols:
+//     the same count, as the asserts in create_demand_matrices() require.)
+//   WS, create_filter_demand_mat(), per fold: the R x C weight tile (padded) plus
+//     `inter_fold_gap_suffix = arr_row + arr_col + T - 2` null rows -> T + 2R + C - 2 rows, not
+//     skewed. (ifmap: `arr_row` prefix + T + `arr_col - 1` suffix, skewed over R cols -> same;
+//     ofmap: `2*arr_row - 1` prefix + T, skewed over C cols -> same.)
+//   Folds are concatenated with no further gap: the demand matrices have L = folds * per_fold rows.
+//   double_buffered_scratchpad.service_memory_requests() serves demand row i at cycle
+//     `i + self.stall_cycles` and reports `self.total_cycles = int(ofmap_serviced_cycles[-1][0])`,
+//     i.e. the 0-based cycle of the last row: L - 1 + stalls. With no memory stalls (the reported
+//     "Stall Cycles" = 0; in general Total - Stall) the compute cycles are exactly L - 1.
+// Cross-checks against published SCALE-Sim v2 output:
+//   - scalesim-project/SCALE-Sim issue #125: 4x4 array, OS, topology test_valid_4.csv (ifmap 1x4,
+//     filter 1x1, 4 channels, 4 filters: M = K = N = 4) -> "Compute cycles: 9" = 1*(4+4+4-2) - 1.
+//   - scalesim-project/SCALE-Sim issue #4: 32x32 array, WS, AlexNet conv1 (227x227x3, 11x11,
+//     96 filters, stride 4: M = 55*55 = 3025, K = 363, N = 96): the progress bar runs over 112284
+//     demand rows = 12*3 folds * (3025 + 64 + 32 - 2), and Total - Stall = 138802 - 26519 = 112283.
+// Degenerate corner: SCALE-Sim's "-1" makes a 1x1 OS array report folds*K - 1 < M*K*N, one cycle
+// below the MAC roofline; every array with R + C >= 3 respects it. Configs should not use 1x1.
+//
+// Fold overlap ON (consecutive folds pipeline; our extension, SCALE-Sim has no such mode):
+//   The skew fill and the final drain are paid once; consecutive folds start one "fold interval"
+//   apart, the interval being limited by whichever edge port the fold occupies longest:
+//   OS: operands stream for K cycles per fold, and the R stationary outputs of each column leave
+//       through the bottom edge in R cycles (outputs shift into shadow registers so the next fold
+//       accumulates meanwhile): interval = max(K, R).
+//       cycles = (K + R + C - 2) + (folds - 1) * max(K, R) - 1
+//   WS: the next fold's R weight rows load into shadow registers (R cycles on the weight port)
+//       while the current fold streams its M input rows: interval = max(M, R).
+//       cycles = (M + 2R + C - 2) + (folds - 1) * max(M, R) - 1
+//   With one fold both modes agree, and overlap never costs more than no overlap.
+//
+// Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T - 1 >= M*K*N / (R*C) - 1 in every mode, and
+// >= M*K*N / (R*C) whenever R + C >= 3 (see above).
+//
+// Convolution maps to GEMM as SCALE-Sim does (operand_matrix.py / topology_utils.py): one output
+// pixel per GEMM row, M = OH * OW, K = KH * KW * Cin, N = Cout. The caller passes OH and OW, so
+// stride, dilation and padding only enter through them.
+// ------------------------------------------------------------------------------------------------
+#pragma once
+
+#include <cstdint>
+
+#include "mlusim/sim/config.h"
+#include "mlusim/sim/dtype.h"
+
+namespace mlusim::sim::compute {
+
+// Cost of one TFU operation.
+struct TfuCost {
+  std::uint64_t cycles = 0;     // TFU core-clock cycles (formulas above); 0 for an empty GEMM
+  std::uint64_t folds = 0;      // ceil(Sr/R) * ceil(Sc/C)
+  std::uint64_t macs = 0;       // M * K * N multiply-accumulates
+  double utilisation = 0.0;     // macs / (cycles * R * C), in [0, 1]; 0 when cycles == 0
+};
+
+// GEMM C[M,N] = A[M,K] x B[K,N] on `array` (must be supported: rows, cols > 0, else
+// std::invalid_argument). Any of m, k, n == 0 is an empty operation: all fields 0.
+TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
+                        std::uint64_t m, std::uint64_t k, std::uint64_t n);
+
+// Same, with the array, dataflow and overlap taken from `cfg` for input dtype `in_t` (fp32, fp16
+// or int8). Throws std::invalid_argument naming the dtype when the TFU has no array for it.
+TfuCost tfu_gemm_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, std::uint64_t k,
+                        std::uint64_t n);
+
+// Convolution producing an OH x OW x Cout output from KH x KW x Cin windows:
+// tfu_gemm_cycles(M = OH*OW, K = KH*KW*Cin, N = Cout).
+TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
+                        std::uint64_t oh, std::uint64_t ow, std::uint64_t kh, std::uint64_t kw,
+                        std::uint64_t cin, std::uint64_t cout);
+TfuCost tfu_conv_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t oh, std::uint64_t ow,
+                        std::uint64_t kh, std::uint64_t kw, std::uint64_t cin, std::uint64_t cout);
+
+// The array the TFU uses for input dtype `t`: {0,0} when the config gives none or `t` is not a
+// TFU dtype (only fp32, fp16, int8 can be). Reads the HardwareConfig fields directly.
+TfuArray tfu_array_for(const HardwareConfig& cfg, DType t);
+
+}  // namespace mlusim::sim::compute

@@ -1,0 +1,145 @@
+// A compute core (IPU) or a cluster's memory core (MPU).
+//
+// Scope: one persistent SystemC thread per core runs the tasks the scheduler assigns, calling the
+// kernel body with the device API bound to this core. Compute intrinsics (scalar, VFU, TFU)
+// block the core for their formula's cycles (a core issues in order); copies run on the core's
+// IO-DMA / Move-DMA (memory core: its DMA) through the device's bandwidth fabric and may be
+// asynchronous. Approximations: no instruction-level timing between intrinsics (kernel C++ code
+// itself takes zero time), hazards are checked only against this core's own outstanding copies.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/icl/interval_map.hpp>
+#include <systemc>
+
+#include "device/launch_state.h"
+#include "fabric/bandwidth_fabric.h"
+#include "memory/onchip_memory.h"
+#include "mlusim/sim/kernel_api.h"
+#include "mlusim/sim/stats.h"
+
+namespace mlusim::sim {
+
+using fabric::BandwidthFabric;
+using fabric::FlowUse;
+using fabric::ResourceId;
+using fabric::Transfer;
+using fabric::TransferRequest;
+
+class DeviceImpl;
+class Cluster;
+
+// Thrown by the device API inside a kernel: the message names kernel, task and what was wrong.
+struct KernelFault {
+  std::string message;
+};
+// Thrown to unwind a task whose launch already faulted elsewhere (not a new fault).
+struct KernelAbort {};
+
+class Core {
+ public:
+  Core(DeviceImpl& device, Cluster& cluster, std::uint32_t cluster_index, std::uint32_t core_in_cluster,
+       bool memory_core, std::uint32_t stats_index);
+  ~Core();
+
+  bool busy() const { return assignment_.launch != nullptr; }
+  bool is_memory_core() const { return memory_core_; }
+  std::uint32_t cluster_index() const { return cluster_index_; }
+  // Starts a task on this (idle) core at the current simulated time.
+  void assign(const TaskAssignment& task);
+  void shutdown();
+
+  // ---- kernel side: called through dev:: while this core runs a task ----
+  static Core& current();  // the core whose kernel body is executing; faults outside a kernel
+  const TaskAssignment& task() const { return assignment_; }
+  std::uint32_t core_id() const;
+  std::uint32_t cores_per_cluster() const;
+  Addr alloc(Space space, std::uint64_t bytes);
+  std::uint64_t capacity(Space space) const;
+  std::uint64_t available(Space space) const;
+  void copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, bool async);
+  void sync_io();
+  void barrier(bool whole_group);
+  void vec_binary(VecBinaryOp op, DType t, Addr dst, Addr a, Addr b, std::uint64_t n);
+  void vec_binary_scalar(VecBinaryOp op, DType t, Addr dst, Addr a, double s, std::uint64_t n);
+  void vec_unary(VecUnaryOp op, DType t, Addr dst, Addr src, std::uint64_t n);
+  void vec_reduce(VecReduceOp op, DType t, Addr dst, Addr src, std::uint64_t rows, std::uint64_t n);
+  void vec_cast(DType dst_t, Addr dst, DType src_t, Addr src, std::uint64_t n);
+  void vec_fill(DType t, Addr dst, double value, std::uint64_t n);
+  void vec_select(DType t, Addr dst, Addr cond, Addr a, Addr b, std::uint64_t n);
+  void matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k, std::uint64_t n,
+              bool b_transposed, bool accumulate);
+  void conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev::ConvParams& p, bool accumulate);
+  void scalar_access(Addr addr, void* value, std::uint64_t bytes, bool store);
+  void log(const std::string& line);
+  [[noreturn]] void fault(const std::string& what) const;
+
+ private:
+  struct Range {
+    Space space;
+    std::uint64_t lo, hi;  // [lo, hi) in the space's addresses
+  };
+  struct OutstandingCopy {
+    std::uint32_t id;
+    std::shared_ptr<Transfer> transfer;
+    std::vector<Range> reads, writes;
+  };
+  using RangeMap = boost::icl::interval_map<std::uint64_t, std::set<std::uint32_t>>;
+
+  void thread_main();
+  void run_task();
+  void wait_ps(Picos ps);
+  void wait_event(const sc_core::sc_event& e);
+  void check_alive();  // after every wait: unwind if the launch faulted elsewhere
+
+  std::uint8_t* resolve(Addr a, std::uint64_t bytes, const char* role);
+  OnChipMemory& onchip(Space s) const;
+  void check_hazards(const std::vector<Range>& reads, const std::vector<Range>& writes, const char* what);
+  static std::uint64_t hazard_key(Space s, std::uint64_t addr);
+  void compute(Engine engine, std::uint64_t cycles, const std::string& label, const std::vector<Range>& reads,
+               const std::vector<Range>& writes);
+  Range range(Addr a, std::uint64_t bytes, const char* role);
+  void require_compute_core(const char* what) const;
+  void require_nram(Addr a, const char* role) const;
+  void require_vfu_operands(const char* what, std::initializer_list<Addr> operands) const;
+  // One VFU intrinsic: cycles from `cycles_fn`, arithmetic `work` (skipped in timing-only mode
+  // for floating-point results), operand ranges for hazards and traffic statistics.
+  template <class CyclesFn, class WorkFn>
+  void vfu_op(const std::string& label, DType result, std::uint64_t elements, const std::vector<Range>& reads,
+              const std::vector<Range>& writes, CyclesFn&& cycles_fn, WorkFn&& work);
+  void engine_begin(Engine e);
+  void engine_end(Engine e);
+  EngineCounters& counters(Engine e);
+  void add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes);
+  void trace_event(Engine e, const std::string& name, Picos start_abs, Picos end_abs);
+
+  DeviceImpl& device_;
+  Cluster& cluster_;
+  std::uint32_t cluster_index_;
+  std::uint32_t core_in_cluster_;
+  bool memory_core_;
+  std::uint32_t stats_index_;
+  std::string name_;  // "cluster0.core1" or "cluster0.memcore"
+
+  std::unique_ptr<OnChipMemory> nram_, wram_;
+  BumpAllocator nram_alloc_, wram_alloc_, sram_alloc_;
+  ResourceId io_dma_{}, move_dma_{};  // memory core: io_dma_ is its DMA, move_dma_ unused
+
+  TaskAssignment assignment_;
+  std::unique_ptr<sc_core::sc_event> start_;
+  bool shutdown_ = false;
+
+  std::vector<OutstandingCopy> outstanding_;
+  RangeMap inflight_reads_, inflight_writes_;
+  std::uint32_t next_copy_id_ = 0;
+  std::array<std::uint32_t, kEngineCount> engine_active_{};
+  std::array<Picos, kEngineCount> engine_busy_since_{};
+};
+
+}  // namespace mlusim::sim

@@ -1,0 +1,53 @@
+// What a copy costs: which engine issues it, which shared resources it crosses (with weights),
+// its latency and its effective byte count. The fabric turns this into time.
+//
+// Cost formula (uncontended): time = latency + effective_bytes / min over its path of
+// (capacity / weight), where
+//   latency         = engine latency (IO-DMA: dma.io_latency_cycles, Move-DMA and memory-core DMA:
+//                     dma.move_latency_cycles / dma.io_latency_cycles) in core cycles
+//                     + dram.latency_ns if GDRAM is on the path + cluster.sram_latency_cycles if SRAM is
+//   effective_bytes = segments x roundup(seg_bytes, dma.burst_bytes)   (DMA moves whole bursts)
+//   path            = the issuing engine (weight 1)
+//                     + each DRAM channel, weighted by the share of bytes that fall in it
+//                       (addresses interleave every dram.interleave_bytes; GDRAM->GDRAM counts
+//                       both the read and the write side)
+//                     + the NoC/L2 stage (weight 1 per GDRAM side)
+//                     + the cluster's SRAM port (weight 1 per SRAM side).
+// Contended: the fabric shares every resource max-min fairly (fabric/bandwidth_fabric.h).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "fabric/bandwidth_fabric.h"
+#include "mlusim/sim/kernel_api.h"
+#include "mlusim/sim/stats.h"
+
+namespace mlusim::sim {
+
+using fabric::FlowUse;
+using fabric::ResourceId;
+
+class DeviceImpl;
+class Cluster;
+
+struct DirSpaces {
+  Space dst;
+  Space src;
+};
+DirSpaces dir_spaces(dev::Dir d);
+
+struct DmaPlan {
+  Engine engine = Engine::kIoDma;
+  double effective_bytes = 0;
+  Picos latency_ps = 0;
+  std::vector<FlowUse> uses;
+};
+
+// gdram_segments: (address, bytes) of every GDRAM segment read or written by the copy.
+DmaPlan plan_dma(const DeviceImpl& device, const Cluster& cluster, bool memory_core, ResourceId io_dma,
+                 ResourceId move_dma, DirSpaces spaces, const dev::CopyShape& shape,
+                 const std::vector<std::pair<std::uint64_t, std::uint64_t>>& gdram_segments);
+
+}  // namespace mlusim::sim

@@ -1,0 +1,217 @@
+#include "mlusim/sim/device.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+#include <systemc>
+
+#include "device/device_impl.h"
+
+namespace mlusim::sim {
+
+DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Picos epoch)
+    : config(cfg),
+      index(idx),
+      trace(tw),
+      epoch_ps(epoch),
+      log_sink([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
+      gdram(cfg.dram_bytes),
+      fabric("mlu" + std::to_string(idx)),
+      scheduler(*this) {
+  for (std::uint32_t c = 0; c < cfg.dram_channels; ++c)
+    dram_channels.push_back(fabric.add_resource("DRAM channel " + std::to_string(c), cfg.dram_bandwidth_gbps / cfg.dram_channels));
+  noc = fabric.add_resource("NoC/L2", cfg.noc_bandwidth_gbps);
+  host_to_device = fabric.add_resource("host link H2D", cfg.host_link_bandwidth_gbps);
+  device_to_host = fabric.add_resource("host link D2H", cfg.host_link_bandwidth_gbps);
+  pageable_staging = fabric.add_resource("pageable staging", cfg.host_link_pageable_gbps);
+  for (std::uint32_t c = 0; c < cfg.clusters; ++c) clusters.push_back(std::make_unique<Cluster>(*this, c));
+  stats.reset(cfg.total_cores() + cfg.clusters);
+  stats.epoch_ps = epoch_ps;
+}
+
+DeviceImpl::~DeviceImpl() = default;
+
+Picos DeviceImpl::now_abs() const {
+  return static_cast<Picos>(sc_core::sc_time_stamp().value());  // resolution is 1 ps (Simulator)
+}
+
+void DeviceImpl::add_dram_uses(std::uint64_t addr, std::uint64_t bytes, double total_bytes,
+                               std::vector<FlowUse>& uses) const {
+  // Bytes per channel of [addr, addr+bytes): whole interleave rounds spread evenly, the
+  // partial head and tail granules go to their own channels.
+  const std::uint64_t g = config.dram_interleave_bytes;
+  const std::uint64_t nch = config.dram_channels;
+  std::vector<std::uint64_t> per(nch, 0);
+  std::uint64_t a = addr - gdram.base();
+  std::uint64_t left = bytes;
+  while (left > 0 && a % g != 0) {  // head: up to the next granule boundary
+    const std::uint64_t n = std::min(left, g - a % g);
+    per[(a / g) % nch] += n;
+    a += n;
+    left -= n;
+  }
+  const std::uint64_t rounds = left / (g * nch);
+  if (rounds > 0) {
+    for (auto& p : per) p += rounds * g;
+    a += rounds * g * nch;
+    left -= rounds * g * nch;
+  }
+  while (left > 0) {
+    const std::uint64_t n = std::min(left, g);
+    per[(a / g) % nch] += n;
+    a += n;
+    left -= n;
+  }
+  for (std::uint64_t c = 0; c < nch; ++c)
+    if (per[c] > 0) uses.push_back({dram_channels[c], static_cast<double>(per[c]) / total_bytes});
+}
+
+int DeviceImpl::trace_pid() {
+  if (!trace_process_declared_) {
+    trace.process(index, "mlu" + std::to_string(index) + " (" + config.name + ")");
+    trace_process_declared_ = true;
+  }
+  return index;
+}
+
+int DeviceImpl::trace_track(const std::string& name) { return trace.track(trace_pid(), name); }
+
+// Host copies: host link (per direction; pageable copies also cross the driver's staging
+// copy, pageable_bandwidth_gbps) + the DRAM channels of the device range. Latency:
+// host_link.latency_ns + dram.latency_ns. Device-to-device: DRAM read + write, dram latency.
+void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on_done) {
+  using Kind = HostCopy::Kind;
+  auto check = [&](std::uint64_t addr, const char* role) {
+    if (!gdram.contains(addr, copy.bytes))
+      throw std::out_of_range(std::string(role) + " range [0x" + [&] {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(addr));
+        return std::string(buf);
+      }() + ", +" + std::to_string(copy.bytes) + ") is outside device memory of mlu" + std::to_string(index));
+  };
+  std::vector<FlowUse> uses;
+  double latency_ns = config.dram_latency_ns;
+  const double payload = static_cast<double>(std::max<std::size_t>(copy.bytes, 1));
+  std::shared_ptr<std::vector<std::uint8_t>> staging;
+  std::function<void()> land;
+  MemLevel from = MemLevel::kHost, to = MemLevel::kGdram;
+  switch (copy.kind) {
+    case Kind::kHostToDevice: {
+      check(copy.device_dst, "destination");
+      uses.push_back({host_to_device, 1.0});
+      latency_ns += config.host_link_latency_ns;
+      add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
+      staging = std::make_shared<std::vector<std::uint8_t>>(static_cast<const std::uint8_t*>(copy.host_src),
+                                                            static_cast<const std::uint8_t*>(copy.host_src) + copy.bytes);
+      std::uint8_t* dst = gdram.backing(copy.device_dst);
+      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
+      break;
+    }
+    case Kind::kDeviceToHost: {
+      check(copy.device_src, "source");
+      uses.push_back({device_to_host, 1.0});
+      latency_ns += config.host_link_latency_ns;
+      add_dram_uses(copy.device_src, copy.bytes, payload, uses);
+      const std::uint8_t* src = gdram.backing(copy.device_src);
+      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
+      void* dst = copy.host_dst;
+      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
+      from = MemLevel::kGdram;
+      to = MemLevel::kHost;
+      break;
+    }
+    case Kind::kDeviceToDevice: {
+      check(copy.device_src, "source");
+      check(copy.device_dst, "destination");
+      add_dram_uses(copy.device_src, copy.bytes, payload, uses);
+      add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
+      const std::uint8_t* src = gdram.backing(copy.device_src);
+      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
+      std::uint8_t* dst = gdram.backing(copy.device_dst);
+      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
+      from = MemLevel::kGdram;
+      break;
+    }
+    case Kind::kMemset: {
+      check(copy.device_dst, "destination");
+      add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
+      std::uint8_t* dst = gdram.backing(copy.device_dst);
+      const std::size_t n = copy.bytes;
+      const int v = copy.memset_value;
+      land = [dst, n, v] { std::memset(dst, v, n); };
+      from = MemLevel::kGdram;
+      break;
+    }
+  }
+  if (!copy.pinned && (copy.kind == Kind::kHostToDevice || copy.kind == Kind::kDeviceToHost))
+    uses.push_back({pageable_staging, 1.0});
+  if (uses.empty()) uses.push_back({noc, 1.0});  // zero-byte device copy: needs some path
+  // Merge duplicate channel entries (D2D touches channels twice) in resource order.
+  std::map<std::uint32_t, double> merged;
+  for (const FlowUse& u : uses) merged[u.resource] += u.weight;
+  uses.clear();
+  for (const auto& [r, w] : merged) uses.push_back({r, w});
+
+  stats.traffic.add(from, to, copy.bytes);
+  ++copies_in_flight;
+  const Picos start = now_abs();
+  const std::string label = copy.label.empty() ? "copy" : copy.label;
+  auto done = [this, land = std::move(land), on_done = std::move(on_done), start, label, copy_kind = copy.kind,
+               bytes = copy.bytes] {
+    land();
+    --copies_in_flight;
+    if (trace.records(TraceLevel::kOps)) {
+      const bool link = copy_kind == Kind::kHostToDevice || copy_kind == Kind::kDeviceToHost;
+      nlohmann::json args = {{"bytes", bytes}};
+      trace.complete(trace_pid(), trace_track(link ? "host link" : "device copies"), label, "copy", start - epoch_ps,
+                     now_abs() - start, &args);
+    }
+    if (on_done) on_done(now());
+  };
+  fabric.start(TransferRequest{static_cast<double>(copy.bytes), ceil_ps(latency_ns * 1000.0), std::move(uses),
+                               std::move(done), label});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Device::Device(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps)
+    : impl_(std::make_unique<DeviceImpl>(config, index, trace, epoch_ps)) {}
+Device::~Device() = default;
+int Device::index() const { return impl_->index; }
+const HardwareConfig& Device::config() const { return impl_->config; }
+std::uint64_t Device::gdram_base() const { return impl_->gdram.base(); }
+std::uint64_t Device::gdram_size() const { return impl_->gdram.size(); }
+bool Device::gdram_contains(std::uint64_t addr, std::uint64_t bytes) const { return impl_->gdram.contains(addr, bytes); }
+void* Device::gdram_backing(std::uint64_t addr, std::uint64_t bytes) {
+  if (!impl_->gdram.contains(addr, bytes))
+    throw std::out_of_range("device range of " + std::to_string(bytes) + " bytes is outside GDRAM of mlu" +
+                            std::to_string(impl_->index));
+  return impl_->gdram.backing(addr);
+}
+void Device::set_gdram_validator(GdramValidator v) { impl_->gdram_validator = std::move(v); }
+std::uint64_t Device::submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done) {
+  return impl_->scheduler.submit(std::move(launch), std::move(on_done));
+}
+void Device::submit_copy(const HostCopy& copy, std::function<void(Picos)> on_done) {
+  impl_->submit_copy(copy, std::move(on_done));
+}
+bool Device::idle() const { return impl_->scheduler.idle() && impl_->copies_in_flight == 0 && impl_->fabric.idle(); }
+void Device::set_functional(bool f) { impl_->functional = f; }
+bool Device::functional() const { return impl_->functional; }
+Picos Device::now() const { return impl_->now(); }
+const DeviceStats& Device::stats() const { return impl_->stats; }
+void Device::reset_stats() {
+  impl_->epoch_ps = impl_->now_abs();
+  impl_->stats.reset(impl_->config.total_cores() + impl_->config.clusters);
+  impl_->stats.epoch_ps = impl_->epoch_ps;
+}
+void Device::set_log_sink(std::function<void(const std::string&)> sink) { impl_->log_sink = std::move(sink); }
+void Device::shutdown() {
+  for (auto& c : impl_->clusters) c->shutdown();
+  impl_->fabric.shutdown();
+}
+
+}  // namespace mlusim::sim

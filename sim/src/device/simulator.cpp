@@ -1,0 +1,70 @@
+#include "mlusim/sim/simulator.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include <systemc>
+
+#include "mlusim/sim/trace.h"
+
+namespace mlusim::sim {
+
+Simulator& Simulator::instance() {
+  static Simulator sim;
+  return sim;
+}
+
+Simulator::Simulator() : trace_(std::make_unique<TraceWriter>()) {
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  // 1 ps resolution: every formula is rounded up to whole picoseconds (sim_time.h).
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+}
+
+// Devices are destroyed with the process: their threads are parked in wait(), which SystemC
+// tolerates at exit. Explicit teardown happens in build().
+Simulator::~Simulator() = default;
+
+const HardwareConfig& Simulator::config() const {
+  if (!config_) throw std::logic_error("mlusim: the simulator has no config yet (call build)");
+  return *config_;
+}
+
+Device& Simulator::device(int index) {
+  if (index < 0 || index >= device_count())
+    throw std::out_of_range("mlusim: device " + std::to_string(index) + " does not exist (" +
+                            std::to_string(device_count()) + " devices)");
+  return *devices_[static_cast<std::size_t>(index)];
+}
+
+void Simulator::build(const HardwareConfig& config) {
+  if (!devices_.empty()) {
+    run_until_idle();
+    for (auto& d : devices_) d->shutdown();
+    sc_core::sc_start();  // let the shut-down threads return
+    devices_.clear();
+  }
+  config_ = std::make_unique<HardwareConfig>(config);
+  epoch_ps_ = static_cast<Picos>(sc_core::sc_time_stamp().value());
+  for (std::uint32_t i = 0; i < config.device_count; ++i)
+    devices_.push_back(std::make_unique<Device>(config, static_cast<int>(i), *trace_, epoch_ps_));
+  trace_->set_metadata("config", config.name);
+  // Start the new threads so they park in their first wait before any work arrives.
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+}
+
+void Simulator::run_until_idle() {
+  if (sc_core::sc_pending_activity()) sc_core::sc_start();
+}
+
+void Simulator::run_until(Picos t) {
+  const Picos abs = epoch_ps_ + t;
+  const Picos cur = static_cast<Picos>(sc_core::sc_time_stamp().value());
+  if (abs <= cur) return;
+  sc_core::sc_start(sc_core::sc_time(static_cast<double>(abs - cur), sc_core::SC_PS));
+}
+
+Picos Simulator::now() const { return static_cast<Picos>(sc_core::sc_time_stamp().value()) - epoch_ps_; }
+
+TraceWriter& Simulator::trace() { return *trace_; }
+
+}  // namespace mlusim::sim

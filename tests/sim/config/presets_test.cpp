@@ -1,0 +1,185 @@
+// The shipped presets: each loads, carries the documented hardware figures, and its derived peaks
+// stay at or below the published ones.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+#include "config/test_util.h"
+#include "mlusim/sim/config.h"
+
+namespace mlusim::sim {
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+constexpr std::uint64_t GiB = 1024 * MiB;
+
+// Peak of one TFU dtype in units of 1e12 ops/s: cores x MACs/cycle x 2 ops x clock.
+double tfu_peak_tera(const HardwareConfig& c, DType t) {
+  const TfuArray& a = c.tfu_array(t);
+  return c.total_cores() * double(a.rows) * a.cols * 2.0 * c.core_clock_mhz * 1e6 / 1e12;
+}
+
+TEST(Presets, DefaultIsMlu370X4) {
+  EXPECT_STREQ(default_config_name(), "mlu370-x4");
+  const HardwareConfig c = load_config(default_config_name());
+  EXPECT_EQ(c.name, "mlu370-x4");
+  EXPECT_EQ(c.source_file, testing::preset_path("mlu370-x4"));
+}
+
+TEST(Presets, EveryYamlInConfigDirLoads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(config_dir())) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const HardwareConfig c = load_config(entry.path().stem().string());
+    EXPECT_EQ(c.name, entry.path().stem().string()) << "a preset's name matches its file name";
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
+// Figures from /work/shared/notes/hardware.md (MLU370-X4 column).
+TEST(Presets, Mlu370X4Figures) {
+  const HardwareConfig c = load_config("mlu370-x4");
+  EXPECT_EQ(c.device_count, 1u);
+  EXPECT_EQ(c.clusters, 8u);
+  EXPECT_EQ(c.cores_per_cluster, 4u);
+  EXPECT_EQ(c.total_cores(), 32u);
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 1000.0);
+  EXPECT_EQ(c.nram_bytes, 640 * KiB);
+  EXPECT_EQ(c.sram_bytes, 3968 * KiB);  // 3.875 MiB usable of 4 MB
+  EXPECT_EQ(c.l2_bytes, 2 * MiB);
+  EXPECT_EQ(c.dram_bytes, 24 * GiB);
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 307.2);
+  EXPECT_EQ(c.dram_bus_width_bits, 384u);
+  EXPECT_EQ(c.vfu_width_bytes, 128u);
+  EXPECT_EQ(c.dma_burst_bytes, 64u);
+  EXPECT_DOUBLE_EQ(c.host_link_bandwidth_gbps, 26.0);  // PCIe Gen4 x16 pinned, estimate
+  EXPECT_DOUBLE_EQ(c.host_link_pageable_gbps, 15.6);   // 60% of pinned, estimate
+  EXPECT_DOUBLE_EQ(c.mlu_link_bandwidth_gbps, 0.0);    // the X4 card has no MLU-Link
+  EXPECT_DOUBLE_EQ(c.launch_overhead_ns, 5000.0);
+  EXPECT_DOUBLE_EQ(c.api_call_ns, 500.0);
+  EXPECT_TRUE(c.tfu_fp32.supported());
+  EXPECT_TRUE(c.tfu_fp16.supported());
+  EXPECT_TRUE(c.tfu_int8.supported());
+  EXPECT_EQ(c.tfu_dataflow, Dataflow::kOutputStationary);
+}
+
+// Figures from /work/shared/notes/hardware.md (MLU270 column).
+TEST(Presets, Mlu270Figures) {
+  const HardwareConfig c = load_config("mlu270");
+  EXPECT_EQ(c.device_count, 1u);
+  EXPECT_EQ(c.clusters, 4u);
+  EXPECT_EQ(c.cores_per_cluster, 4u);
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 1000.0);
+  EXPECT_EQ(c.nram_bytes, 384 * KiB);
+  EXPECT_EQ(c.wram_bytes, 1 * MiB);
+  EXPECT_EQ(c.sram_bytes, 1536 * KiB);  // 1.5 MB usable of 2 MB
+  EXPECT_EQ(c.l2_bytes, 1 * MiB);
+  EXPECT_EQ(c.dram_channels, 4u);
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 102.4);
+  EXPECT_EQ(c.dram_bus_width_bits, 256u);
+  EXPECT_EQ(c.vfu_width_bytes, 64u);
+  EXPECT_DOUBLE_EQ(c.host_link_bandwidth_gbps, 13.0);  // PCIe Gen3 x16 pinned, estimate
+  EXPECT_DOUBLE_EQ(c.mlu_link_bandwidth_gbps, 0.0);
+  // The MLU270 tensor unit is int8 only.
+  EXPECT_FALSE(c.tfu_fp32.supported());
+  EXPECT_FALSE(c.tfu_fp16.supported());
+  EXPECT_TRUE(c.tfu_int8.supported());
+  EXPECT_FALSE(c.tfu_array(DType::kInt32).supported());
+}
+
+// Published peaks (notes/hardware.md): MLU370-X4 int8 256 TOPS, fp16 96 TFLOPS, fp32 ~24 TFLOPS
+// (estimate in the notes); MLU270 int8 128 TOPS, no floating point in the tensor unit. The
+// simulated chip must never be faster than the real one.
+TEST(Presets, DerivedTfuPeaksDoNotExceedPublished) {
+  struct Published {
+    const char* preset;
+    DType dtype;
+    double tera_ops;
+  };
+  const std::vector<Published> published = {
+      {"mlu370-x4", DType::kInt8, 256.0},
+      {"mlu370-x4", DType::kFloat16, 96.0},
+      {"mlu370-x4", DType::kFloat32, 24.0},
+      {"mlu270", DType::kInt8, 128.0},
+  };
+  for (const Published& p : published) {
+    SCOPED_TRACE(std::string(p.preset) + " " + std::string(dtype_name(p.dtype)));
+    const double peak = tfu_peak_tera(load_config(p.preset), p.dtype);
+    EXPECT_LE(peak, p.tera_ops);
+    EXPECT_GE(peak, 0.9 * p.tera_ops) << "array trimmed far more than needed";
+  }
+  EXPECT_DOUBLE_EQ(tfu_peak_tera(load_config("mlu370-x4"), DType::kInt8), 253.952);  // 64 x 62
+}
+
+// Vector ops/cycle/core fp16/fp32 (notes/hardware.md): MLU270 64/32, MLU370 128/64. An FMA lane
+// counts 2 ops, so ops/cycle = width / dtype size x 2.
+TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
+  const HardwareConfig mlu370 = load_config("mlu370-x4");
+  const HardwareConfig mlu270 = load_config("mlu270");
+  EXPECT_EQ(mlu370.vfu_width_bytes / 4 * 2, 64u);
+  EXPECT_EQ(mlu370.vfu_width_bytes / 2 * 2, 128u);
+  EXPECT_EQ(mlu270.vfu_width_bytes / 4 * 2, 32u);
+  EXPECT_EQ(mlu270.vfu_width_bytes / 2 * 2, 64u);
+}
+
+// One core alone must not saturate DRAM, or DRAM contention between cores never shows.
+TEST(Presets, PerCoreDmaIsBelowDramBandwidth) {
+  for (const char* name : {"mlu370-x4", "mlu270", "tiny"}) {
+    SCOPED_TRACE(name);
+    const HardwareConfig c = load_config(name);
+    EXPECT_LT(c.io_dma_bandwidth_gbps, c.dram_bandwidth_gbps);
+    EXPECT_LT(c.memcore_dma_bandwidth_gbps, c.dram_bandwidth_gbps);
+    EXPECT_GT(c.io_dma_bandwidth_gbps * c.total_cores(), c.dram_bandwidth_gbps);
+  }
+}
+
+TEST(Presets, TinyIsSmallWithRoundNumbers) {
+  const HardwareConfig c = load_config("tiny");
+  EXPECT_EQ(c.name, "tiny");
+  EXPECT_LE(c.dram_bytes, 256 * MiB);
+  EXPECT_EQ(c.dram_bytes, 64 * MiB);
+  EXPECT_EQ(c.clusters, 2u);
+  EXPECT_EQ(c.cores_per_cluster, 4u);
+  EXPECT_EQ(c.nram_bytes, 64 * KiB);
+  EXPECT_EQ(c.wram_bytes, 64 * KiB);
+  EXPECT_EQ(c.sram_bytes, 256 * KiB);
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 1000.0);
+  EXPECT_EQ(c.dram_channels, 4u);
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 64.0);
+  EXPECT_DOUBLE_EQ(c.io_dma_bandwidth_gbps, 16.0);
+  EXPECT_DOUBLE_EQ(c.move_dma_bandwidth_gbps, 32.0);
+  EXPECT_DOUBLE_EQ(c.memcore_dma_bandwidth_gbps, 32.0);
+  EXPECT_DOUBLE_EQ(c.sram_bandwidth_gbps, 64.0);
+  EXPECT_DOUBLE_EQ(c.noc_bandwidth_gbps, 128.0);
+  EXPECT_EQ(c.tfu_fp32.rows, 4u);
+  EXPECT_EQ(c.tfu_fp32.cols, 4u);
+  EXPECT_EQ(c.tfu_fp16.rows, 8u);
+  EXPECT_EQ(c.tfu_int8.cols, 16u);
+  // Inherited from mlu370-x4.yaml through `extends:`.
+  EXPECT_EQ(c.vfu_width_bytes, 128u);
+  EXPECT_DOUBLE_EQ(c.mlu_link_bandwidth_gbps, 0.0);
+  EXPECT_EQ(c.tfu_dataflow, Dataflow::kOutputStationary);
+  EXPECT_FALSE(c.tfu_fold_overlap);  // SCALE-Sim v2 semantics by default
+}
+
+// configs/README.md documents every key of the schema.
+TEST(Presets, ReadmeDocumentsEveryKey) {
+  std::ifstream in(config_dir() / "README.md");
+  ASSERT_TRUE(in) << "configs/README.md missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const config_internal::Field& field : config_internal::schema())
+    EXPECT_THAT(text.str(), ::testing::HasSubstr(std::string("`") + field.key + "`"));
+}
+
+}  // namespace
+}  // namespace mlusim::sim

@@ -1,0 +1,113 @@
+// Compute engine formulas (VFU, TFU, scalar) as seen by a kernel, on tiny.yaml. Expected cycles
+// are written out from each formula's doc comment with tiny's numbers.
+#include <gtest/gtest.h>
+
+#include "compute/tfu_timing.h"
+#include "mlusim/sim/kernel_api.h"
+#include "sim_fixture.h"
+
+namespace mlusim::sim::testing {
+namespace {
+
+using namespace mlusim::dev;
+
+class EngineTiming : public SimTest {};
+
+// VFU 128 bytes wide: 32 fp32 lanes, 64 fp16 lanes; startup 10 cycles; transcendental ops take
+// 4 passes. add fp32 x 1000: 10 + ceil(1000/32) = 42. exp fp16 x 1000: 10 + 4*ceil(1000/64) = 74.
+TEST_F(EngineTiming, VfuElementwiseFormula) {
+  const KernelRecord add = run("add", [] {
+    auto a = nram_alloc<float>(1000), b = nram_alloc<float>(1000);
+    vec_binary(VecBinaryOp::kAdd, DType::kFloat32, a, a, b, 1000);
+  });
+  ASSERT_FALSE(add.faulted) << add.fault;
+  EXPECT_EQ(add.cycles, 42u);
+  EXPECT_EQ(add.engines[static_cast<int>(Engine::kVfu)].cycles, 42u);
+  const KernelRecord ex = run("exp", [] {
+    auto a = nram_alloc<half>(1000);
+    vec_unary(VecUnaryOp::kExp, DType::kFloat16, a, a, 1000);
+  });
+  EXPECT_EQ(ex.cycles, 74u);
+}
+
+// TFU fp32 array 4x4, output-stationary, no fold overlap (SCALE-Sim v2 semantics):
+// M=K=N=8: folds = 2*2, per fold K + R + C - 2 = 14, cycles = 4*14 - 1 = 55.
+TEST_F(EngineTiming, TfuMatmulMatchesSystolicFormula) {
+  ASSERT_EQ(cfg().tfu_dataflow, Dataflow::kOutputStationary);
+  ASSERT_FALSE(cfg().tfu_fold_overlap);
+  const KernelRecord r = run("mm", [] {
+    auto a = nram_alloc<float>(64), c = nram_alloc<float>(64);
+    auto b = wram_alloc<float>(64);
+    matmul(DType::kFloat32, DType::kFloat32, c, a, b, 8, 8, 8, false, false);
+  });
+  ASSERT_FALSE(r.faulted) << r.fault;
+  EXPECT_EQ(r.cycles, 55u);
+  EXPECT_EQ(r.engines[static_cast<int>(Engine::kTfu)].cycles, 55u);
+  EXPECT_EQ(r.macs, 512u);
+}
+
+// Each intrinsic's time is its own formula, for odd shapes and both dataflows, with fold overlap.
+TEST_F(EngineTiming, TfuCyclesEqualTheFormulaForOddShapes) {
+  for (const char* df : {"output_stationary", "weight_stationary"}) {
+    for (const char* overlap : {"false", "true"}) {
+      build("tiny", {{"tfu.dataflow", df}, {"tfu.fold_overlap", overlap}});
+      for (auto [m, k, n] : {std::tuple{5, 7, 3}, std::tuple{17, 9, 33}, std::tuple{1, 64, 1}}) {
+        const KernelRecord r = run("mm", [m = m, k = k, n = n] {
+          auto a = nram_alloc<half>(m * k);
+          auto c = nram_alloc<float>(m * n);
+          auto b = wram_alloc<half>(k * n);
+          matmul(DType::kFloat16, DType::kFloat32, c, a, b, m, k, n, false, false);
+        });
+        ASSERT_FALSE(r.faulted) << r.fault;
+        const auto want = compute::tfu_gemm_cycles(cfg().tfu_fp16, cfg().tfu_dataflow, cfg().tfu_fold_overlap, m, k, n);
+        EXPECT_EQ(r.cycles, want.cycles) << df << " overlap=" << overlap << " " << m << "x" << k << "x" << n;
+        // never faster than the array's peak: M*K*N / (R*C)
+        EXPECT_GE(r.cycles * 64, static_cast<std::uint64_t>(m * k * n));
+      }
+    }
+  }
+}
+
+// Scalar unit: on-chip access = scalar.onchip_access_cycles; GDRAM adds one DRAM latency.
+TEST_F(EngineTiming, ScalarLoadsAndStores) {
+  const std::uint64_t g = dmalloc(64);
+  upload(g, std::vector<std::int32_t>{41});
+  std::int32_t seen = 0;
+  const KernelRecord r = run("scalar", [g, &seen] {
+    auto n = nram_alloc<std::int32_t>(1);
+    const std::int32_t v = load(Gdram<std::int32_t>(g));
+    store(n, v + 1);
+    seen = load(n);
+  });
+  ASSERT_FALSE(r.faulted) << r.fault;
+  EXPECT_EQ(seen, 42);
+  const std::uint64_t onchip = cfg().scalar_onchip_cycles;
+  EXPECT_EQ(r.cycles, 3 * onchip + 100);  // 3 accesses + one 100 ns DRAM round trip
+  EXPECT_EQ(r.engines[static_cast<int>(Engine::kScalar)].intrinsics, 3u);
+}
+
+// A VFU op on a dtype the VFU lacks faults the kernel with op and dtype named.
+TEST_F(EngineTiming, UnsupportedDtypeFaults) {
+  const KernelRecord r = run("exp_int", [] {
+    auto a = nram_alloc<std::int32_t>(16);
+    vec_unary(VecUnaryOp::kExp, DType::kInt32, a, a, 16);
+  });
+  ASSERT_TRUE(r.faulted);
+  EXPECT_NE(r.fault.find("exp"), std::string::npos) << r.fault;
+  EXPECT_NE(r.fault.find("int32"), std::string::npos) << r.fault;
+}
+
+// A TFU without an fp32 array (MLU270-like) faults fp32 matmul and names the config key.
+TEST_F(EngineTiming, TfuWithoutArrayForDtypeFaults) {
+  build("tiny", {{"tfu.fp32.rows", "0"}, {"tfu.fp32.cols", "0"}});
+  const KernelRecord r = run("mm", [] {
+    auto a = nram_alloc<float>(16), c = nram_alloc<float>(16);
+    auto b = wram_alloc<float>(16);
+    matmul(DType::kFloat32, DType::kFloat32, c, a, b, 4, 4, 4, false, false);
+  });
+  ASSERT_TRUE(r.faulted);
+  EXPECT_NE(r.fault.find("tfu.fp32"), std::string::npos) << r.fault;
+}
+
+}  // namespace
+}  // namespace mlusim::sim::testing
