@@ -27,6 +27,7 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
   host_to_device = fabric.add_resource("host link H2D", cfg.host_link_bandwidth_gbps);
   device_to_host = fabric.add_resource("host link D2H", cfg.host_link_bandwidth_gbps);
   pageable_staging = fabric.add_resource("pageable staging", cfg.host_link_pageable_gbps);
+  if (cfg.mlu_link_bandwidth_gbps > 0) mlu_link = fabric.add_resource("MLU-Link out", cfg.mlu_link_bandwidth_gbps);
   for (std::uint32_t c = 0; c < cfg.clusters; ++c) clusters.push_back(std::make_unique<Cluster>(*this, c));
   stats.reset(cfg.total_cores() + cfg.clusters);
   stats.epoch_ps = epoch_ps;
@@ -135,6 +136,20 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       from = MemLevel::kGdram;
       break;
     }
+    case Kind::kToPeer: {
+      if (config.mlu_link_bandwidth_gbps <= 0)
+        throw std::invalid_argument("peer copy over MLU-Link: config " + config.name + " has no MLU-Link");
+      check(copy.device_src, "source");
+      uses.push_back({mlu_link, 1.0});
+      latency_ns += config.mlu_link_latency_ns;
+      add_dram_uses(copy.device_src, copy.bytes, payload, uses);
+      const std::uint8_t* src = gdram.backing(copy.device_src);
+      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
+      void* dst = copy.host_dst;
+      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
+      from = MemLevel::kGdram;
+      break;
+    }
     case Kind::kMemset: {
       check(copy.device_dst, "destination");
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
@@ -166,7 +181,7 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
     if (trace.records(TraceLevel::kOps)) {
       const bool link = copy_kind == Kind::kHostToDevice || copy_kind == Kind::kDeviceToHost;
       nlohmann::json args = {{"bytes", bytes}};
-      trace.complete(trace_pid(), trace_track(link ? "host link" : "device copies"), label, "copy", start - epoch_ps,
+      trace.complete(trace_pid(), trace_track(link ? "host link" : copy_kind == Kind::kToPeer ? "MLU-Link" : "device copies"), label, "copy", start - epoch_ps,
                      now_abs() - start, &args);
     }
     if (on_done) on_done(now());

@@ -35,7 +35,7 @@ class DeviceImpl {
   GdramMemory gdram;
   BandwidthFabric fabric;
   std::vector<ResourceId> dram_channels;
-  ResourceId noc{}, host_to_device{}, device_to_host{}, pageable_staging{};
+  ResourceId noc{}, host_to_device{}, device_to_host{}, pageable_staging{}, mlu_link{};
   std::vector<std::unique_ptr<Cluster>> clusters;
   Scheduler scheduler;
   std::uint32_t copies_in_flight = 0;

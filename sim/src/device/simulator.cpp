@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #include <systemc>
 
@@ -38,7 +39,8 @@ Device& Simulator::device(int index) {
 
 void Simulator::build(const HardwareConfig& config) {
   if (!devices_.empty()) {
-    run_until_idle();
+    while (run_until_idle()) {
+    }
     for (auto& d : devices_) d->shutdown();
     sc_core::sc_start();  // let the shut-down threads return
     devices_.clear();
@@ -52,8 +54,15 @@ void Simulator::build(const HardwareConfig& config) {
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
 }
 
-void Simulator::run_until_idle() {
+bool Simulator::run_until_idle() {
+  paused_ = false;
   if (sc_core::sc_pending_activity()) sc_core::sc_start();
+  return std::exchange(paused_, false);
+}
+
+void Simulator::pause() {
+  paused_ = true;
+  sc_core::sc_pause();
 }
 
 void Simulator::run_until(Picos t) {

@@ -26,7 +26,9 @@ class DeviceImpl;
 // (or the DMA fabric). The host buffer is read at start (host -> device) or written at
 // completion (device -> host); it must stay valid until on_done.
 struct HostCopy {
-  enum class Kind : std::uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset };
+  // kToPeer: device_src on this device -> host_dst, which is the backing of the peer device's
+  // range (Device::gdram_backing); timed over MLU-Link (requires mlu_link.bandwidth_gbps > 0).
+  enum class Kind : std::uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset, kToPeer };
   Kind kind = Kind::kHostToDevice;
   std::uint64_t device_dst = 0;  // device address (kHostToDevice, kDeviceToDevice, kMemset)
   std::uint64_t device_src = 0;  // device address (kDeviceToHost, kDeviceToDevice)

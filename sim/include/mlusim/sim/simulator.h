@@ -30,8 +30,12 @@ class Simulator {
   int device_count() const { return static_cast<int>(devices_.size()); }
   Device& device(int index);  // throws std::out_of_range
 
-  // Runs until no activity is left (every launch and copy finished).
-  void run_until_idle();
+  // Runs until no activity is left (every launch and copy finished), or until a completion
+  // callback calls pause(). Returns true when it stopped because of pause().
+  bool run_until_idle();
+  // Called from inside the simulation (e.g. a completion callback): the current run_until_idle /
+  // run_until returns once the current delta cycle ends, at the time of the awaited event.
+  void pause();
   // Runs until absolute device time `t` (ps since the epoch), or returns at once if past it.
   void run_until(Picos t);
   Picos now() const;  // device time: ps since the current epoch
@@ -46,6 +50,7 @@ class Simulator {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<TraceWriter> trace_;
   Picos epoch_ps_ = 0;
+  bool paused_ = false;
 };
 
 }  // namespace mlusim::sim
