@@ -10,6 +10,8 @@
 
 #include <Eigen/Core>
 
+#include "compute/half_convert.h"
+
 namespace mlusim::sim::compute {
 namespace {
 
@@ -18,8 +20,10 @@ template <class T> using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynami
 template <class T> using CMat = Eigen::Map<const RowMat<T>>;
 template <class T> using MMat = Eigen::Map<RowMat<T>>;
 
-// |int8 * int8| <= 2^14, so up to this many products sum exactly in int32.
-constexpr std::size_t kInt8ExactK = (std::size_t{1} << 31) / (std::size_t{1} << 14) - 1;
+// int8 products are integers of magnitude <= 2^14, so any sum of up to 2^10 of them is an integer
+// of magnitude <= 2^24 and exact in fp32 whatever the summation order: int8 GEMMs run on the fp32
+// GEMM kernel (SIMD on every x86-64) in K chunks of this length, combined with wrapping int32 adds.
+constexpr Index kInt8ExactKInFloat = Index{1} << 10;
 
 bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
   const auto* pa = static_cast<const unsigned char*>(a);
@@ -38,11 +42,14 @@ template <class T> auto b_view(const void* b, Index k, Index n, bool transposed)
                     : View{CMat<T>(static_cast<const T*>(b), k, n), false};
 }
 
-// Widens B to an fp32 / int32 [K,N] matrix.
-template <class Wide, class T> RowMat<Wide> widen_b(const void* b, Index k, Index n, bool transposed) {
-  auto v = b_view<T>(b, k, n, transposed);
-  if (v.transposed) return v.map.transpose().template cast<Wide>();
-  return v.map.template cast<Wide>();
+// Widens a stored matrix (fp16 or int8) into a row-major fp32 matrix of the same shape.
+RowMat<float> widen(DType t, const void* p, Index rows, Index cols) {
+  RowMat<float> w(rows, cols);
+  if (t == DType::kFloat16)
+    halves_to_floats(static_cast<const half*>(p), w.data(), static_cast<std::size_t>(rows * cols));
+  else
+    w = CMat<std::int8_t>(static_cast<const std::int8_t*>(p), rows, cols).cast<float>();
+  return w;
 }
 
 void matmul_f32(float* c, const void* a, const void* b, Index m, Index k, Index n,
@@ -67,35 +74,37 @@ void matmul_f32(float* c, const void* a, const void* b, Index m, Index k, Index 
 
 void matmul_f16(DType out_t, void* c, const void* a, const void* b, Index m, Index k, Index n,
                 bool b_transposed, bool accumulate) {
-  const RowMat<float> af = CMat<half>(static_cast<const half*>(a), m, k).cast<float>();
-  const RowMat<float> bf = widen_b<float, half>(b, k, n, b_transposed);
+  const RowMat<float> af = widen(DType::kFloat16, a, m, k);
+  const RowMat<float> bf = b_transposed ? widen(DType::kFloat16, b, n, k) : widen(DType::kFloat16, b, k, n);
   RowMat<float> p(m, n);
-  p.noalias() = af * bf;
+  if (b_transposed) p.noalias() = af * bf.transpose();
+  else p.noalias() = af * bf;
   if (out_t == DType::kFloat32) {
     MMat<float> cm(static_cast<float*>(c), m, n);
     if (accumulate) cm += p;
     else cm = p;
   } else {
-    MMat<half> cm(static_cast<half*>(c), m, n);
-    if (accumulate) p += cm.cast<float>();
-    cm = p.cast<half>();
+    auto* ch = static_cast<half*>(c);
+    const auto count = static_cast<std::size_t>(m * n);
+    if (accumulate) p += widen(DType::kFloat16, c, m, n);
+    floats_to_halves(p.data(), ch, count);
   }
 }
 
 void matmul_i8(std::int32_t* c, const void* a, const void* b, Index m, Index k, Index n,
                bool b_transposed, bool accumulate) {
-  const RowMat<std::int32_t> ai = CMat<std::int8_t>(static_cast<const std::int8_t*>(a), m, k).cast<std::int32_t>();
-  const RowMat<std::int32_t> bi = widen_b<std::int32_t, std::int8_t>(b, k, n, b_transposed);
-  // Sum over chunks of K short enough to be exact in int32; chunks combine with wrapping adds.
-  RowMat<std::uint32_t> acc = RowMat<std::uint32_t>::Zero(m, n);
+  const RowMat<float> af = widen(DType::kInt8, a, m, k);
+  // B as [K,N] (materialised when stored transposed, so K chunks are row blocks).
+  RowMat<float> bf = b_transposed ? RowMat<float>(widen(DType::kInt8, b, n, k).transpose())
+                                  : widen(DType::kInt8, b, k, n);
   MMat<std::int32_t> cm(c, m, n);
-  if (accumulate) acc = cm.cast<std::uint32_t>();
-  const Index chunk = static_cast<Index>(kInt8ExactK);
-  for (Index k0 = 0; k0 < k; k0 += chunk) {
-    const Index kc = std::min(chunk, k - k0);
-    RowMat<std::int32_t> p(m, n);
-    p.noalias() = ai.middleCols(k0, kc) * bi.middleRows(k0, kc);
-    acc += p.cast<std::uint32_t>();
+  RowMat<std::uint32_t> acc = accumulate ? RowMat<std::uint32_t>(cm.cast<std::uint32_t>())
+                                         : RowMat<std::uint32_t>::Zero(m, n);
+  RowMat<float> p(m, n);
+  for (Index k0 = 0; k0 < k; k0 += kInt8ExactKInFloat) {
+    const Index kc = std::min(kInt8ExactKInFloat, k - k0);
+    p.noalias() = af.middleCols(k0, kc) * bf.middleRows(k0, kc);
+    acc += p.cast<std::int32_t>().cast<std::uint32_t>();  // exact integers; the adds wrap
   }
   cm = acc.cast<std::int32_t>();
 }

@@ -14,6 +14,8 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>  // Array::erf (vectorised), for the exact GELU
 
+#include "compute/half_convert.h"
+
 namespace mlusim::sim::compute {
 namespace {
 
@@ -97,48 +99,74 @@ double to_dtype_value(std::string_view what, DType t, double v) {
 }
 
 // ---- floating point: Eigen expressions evaluated in fp32 ----------------------------------------
+//
+// fp32 operands are mapped directly. fp16 operands are widened block by block (kBlock elements,
+// fp32 scratch on the stack) with the bulk converter, computed in fp32, and narrowed once on store.
 
-// Builds fp32 views of both operands of dtype t (fp32 or fp16) and passes fn(x, y) to store.
+constexpr std::size_t kBlock = 1024;
+
+// Calls store(fn(x, y), offset) with fp32 views x, y of elements [offset, offset + len) of both
+// operands of dtype t (fp32 or fp16); a scalar operand becomes a constant expression.
 template <class Fn, class Store>
 void float_visit2(DType t, const Operand& a, const Operand& b, std::size_t n, Fn&& fn,
                   Store&& store) {
-  const Index len = static_cast<Index>(n);
   if (t == DType::kFloat32) {
+    const Index len = static_cast<Index>(n);
     auto arr = [len](const Operand& o) { return CMap<float>(static_cast<const float*>(o.ptr), len); };
-    if (a.ptr && b.ptr) store(fn(arr(a), arr(b)));
-    else if (a.ptr) store(fn(arr(a), ArrF::Constant(len, static_cast<float>(b.scalar))));
-    else store(fn(ArrF::Constant(len, static_cast<float>(a.scalar)), arr(b)));
-  } else {
-    auto arr = [len](const Operand& o) {
-      return CMap<half>(static_cast<const half*>(o.ptr), len).template cast<float>();
-    };
-    if (a.ptr && b.ptr) store(fn(arr(a), arr(b)));
-    else if (a.ptr) store(fn(arr(a), ArrF::Constant(len, static_cast<float>(b.scalar))));
-    else store(fn(ArrF::Constant(len, static_cast<float>(a.scalar)), arr(b)));
+    if (a.ptr && b.ptr) store(fn(arr(a), arr(b)), 0);
+    else if (a.ptr) store(fn(arr(a), ArrF::Constant(len, static_cast<float>(b.scalar))), 0);
+    else store(fn(ArrF::Constant(len, static_cast<float>(a.scalar)), arr(b)), 0);
+    return;
+  }
+  const auto* ha = static_cast<const half*>(a.ptr);
+  const auto* hb = static_cast<const half*>(b.ptr);
+  float xa[kBlock], xb[kBlock];
+  for (std::size_t off = 0; off < n; off += kBlock) {
+    const std::size_t cnt = std::min(kBlock, n - off);
+    const Index len = static_cast<Index>(cnt);
+    if (ha) halves_to_floats(ha + off, xa, cnt);
+    if (hb) halves_to_floats(hb + off, xb, cnt);
+    const CMap<float> x(xa, len), y(xb, len);
+    if (ha && hb) store(fn(x, y), off);
+    else if (ha) store(fn(x, ArrF::Constant(len, static_cast<float>(b.scalar))), off);
+    else store(fn(ArrF::Constant(len, static_cast<float>(a.scalar)), y), off);
   }
 }
 
+// Calls store(fn(x), offset) over fp32 views x of src (dtype fp32 or fp16), as float_visit2.
 template <class Fn, class Store>
 void float_visit1(DType t, const void* src, std::size_t n, Fn&& fn, Store&& store) {
-  const Index len = static_cast<Index>(n);
-  if (t == DType::kFloat32) store(fn(CMap<float>(static_cast<const float*>(src), len)));
-  else store(fn(CMap<half>(static_cast<const half*>(src), len).template cast<float>()));
+  if (t == DType::kFloat32) {
+    store(fn(CMap<float>(static_cast<const float*>(src), static_cast<Index>(n))), 0);
+    return;
+  }
+  const auto* h = static_cast<const half*>(src);
+  float x[kBlock];
+  for (std::size_t off = 0; off < n; off += kBlock) {
+    const std::size_t cnt = std::min(kBlock, n - off);
+    halves_to_floats(h + off, x, cnt);
+    store(fn(CMap<float>(x, static_cast<Index>(cnt))), off);
+  }
 }
 
-// Stores an fp32 (or bool) expression into dst of dtype t (fp32 or fp16).
-auto float_store(DType t, void* dst, std::size_t n) {
-  return [t, dst, len = static_cast<Index>(n)](const auto& e) {
-    if (t == DType::kFloat32)
-      MMap<float>(static_cast<float*>(dst), len) = e.template cast<float>();
-    else
-      MMap<half>(static_cast<half*>(dst), len) = e.template cast<float>().template cast<half>();
+// Stores an fp32 (or bool) expression at dst[offset ...] of dtype t (fp32 or fp16).
+auto float_store(DType t, void* dst) {
+  return [t, dst](const auto& e, std::size_t off) {
+    const Index len = e.size();
+    if (t == DType::kFloat32) {
+      MMap<float>(static_cast<float*>(dst) + off, len) = e.template cast<float>();
+    } else {
+      float out[kBlock];
+      MMap<float>(out, len) = e.template cast<float>();
+      floats_to_halves(out, static_cast<half*>(dst) + off, static_cast<std::size_t>(len));
+    }
   };
 }
 
-// Stores a bool expression as 0/1 bytes.
-auto bool_store(void* dst, std::size_t n) {
-  return [dst, len = static_cast<Index>(n)](const auto& e) {
-    MMap<std::uint8_t>(static_cast<std::uint8_t*>(dst), len) = e.template cast<std::uint8_t>();
+// Stores a bool expression as 0/1 bytes at dst[offset ...].
+auto bool_store(void* dst) {
+  return [dst](const auto& e, std::size_t off) {
+    MMap<std::uint8_t>(static_cast<std::uint8_t*>(dst) + off, e.size()) = e.template cast<std::uint8_t>();
   };
 }
 
@@ -246,8 +274,8 @@ void int_binary(VecBinaryOp op, DType t, D* dst, const Operand& a, const Operand
 void binary_any(VecBinaryOp op, DType t, void* dst, const Operand& a, const Operand& b,
                 std::size_t n, bool mask_out) {
   if (is_float(t)) {
-    if (mask_out) float_binary(op, t, a, b, n, bool_store(dst, n));
-    else float_binary(op, t, a, b, n, float_store(t, dst, n));
+    if (mask_out) float_binary(op, t, a, b, n, bool_store(dst));
+    else float_binary(op, t, a, b, n, float_store(t, dst));
     return;
   }
   dispatch(t, [&](auto tag) {
@@ -267,7 +295,7 @@ void binary_any(VecBinaryOp op, DType t, void* dst, const Operand& a, const Oper
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 
 void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t n) {
-  auto run = [&](auto&& fn) { float_visit1(t, src, n, fn, float_store(t, dst, n)); };
+  auto run = [&](auto&& fn) { float_visit1(t, src, n, fn, float_store(t, dst)); };
   switch (op) {
     case VecUnaryOp::kNeg: return run([](const auto& x) { return -x; });
     case VecUnaryOp::kAbs: return run([](const auto& x) { return x.abs(); });
@@ -324,15 +352,22 @@ template <class Row> float float_reduce_row(VecReduceOp op, const Row& row) {
   return 0.0f;
 }
 
-template <class T>
-void float_reduce(VecReduceOp op, void* dst, const void* src, std::size_t rows, std::size_t n) {
-  CRowMap<T> m(static_cast<const T*>(src), static_cast<Index>(rows), static_cast<Index>(n));
-  auto* d = static_cast<T*>(dst);
+void float_reduce(VecReduceOp op, DType t, void* dst, const void* src, std::size_t rows,
+                  std::size_t n) {
+  if (t == DType::kFloat32) {
+    CRowMap<float> m(static_cast<const float*>(src), static_cast<Index>(rows), static_cast<Index>(n));
+    auto* d = static_cast<float*>(dst);
+    for (std::size_t r = 0; r < rows; ++r) d[r] = float_reduce_row(op, m.row(static_cast<Index>(r)));
+    return;
+  }
+  // fp16: widen one row at a time into reusable scratch, reduce in fp32, round once.
+  thread_local std::vector<float> row;
+  row.resize(n);
+  const auto* s = static_cast<const half*>(src);
+  auto* d = static_cast<half*>(dst);
   for (std::size_t r = 0; r < rows; ++r) {
-    float v;
-    if constexpr (std::is_same_v<T, float>) v = float_reduce_row(op, m.row(static_cast<Index>(r)));
-    else v = float_reduce_row(op, m.row(static_cast<Index>(r)).template cast<float>());
-    d[r] = static_cast<T>(v);
+    halves_to_floats(s + r * n, row.data(), n);
+    d[r] = half(float_reduce_row(op, Eigen::Map<const Eigen::RowVectorXf>(row.data(), static_cast<Index>(n))));
   }
 }
 
@@ -565,8 +600,8 @@ void vec_reduce(VecReduceOp op, DType t, void* dst, const void* src, std::size_t
     return;
   }
   switch (t) {
-    case DType::kFloat32: return float_reduce<float>(op, dst, src, rows, n);
-    case DType::kFloat16: return float_reduce<half>(op, dst, src, rows, n);
+    case DType::kFloat32:
+    case DType::kFloat16: return float_reduce(op, t, dst, src, rows, n);
     case DType::kInt32: return int_reduce<std::int32_t>(op, dst, src, rows, n);
     case DType::kInt8: return int_reduce<std::int8_t>(op, dst, src, rows, n);
     case DType::kBool: return int_reduce<Bool>(op, dst, src, rows, n);
@@ -592,6 +627,10 @@ void vec_cast(DType dst_t, void* dst, DType src_t, const void* src, std::size_t 
     copy.assign(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + src_bytes);
     src = copy.data();
   }
+  if (src_t == DType::kFloat16 && dst_t == DType::kFloat32)
+    return halves_to_floats(static_cast<const half*>(src), static_cast<float*>(dst), n);
+  if (src_t == DType::kFloat32 && dst_t == DType::kFloat16)
+    return floats_to_halves(static_cast<const float*>(src), static_cast<half*>(dst), n);
   dispatch(src_t, [&](auto s_tag) {
     dispatch(dst_t, [&](auto d_tag) {
       cast_loop<decltype(d_tag), decltype(s_tag)>(dst, src, n, rounding);

@@ -562,7 +562,10 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
   if (must_compute(device_.functional, out_t))
     compute::matmul(in_t, out_t, resolve(c, m * n * oe, "C"), resolve(a, m * k * ie, "A"), resolve(b, k * n * ie, "B"), m,
                 k, n, b_transposed, accumulate);
-  if (assignment_.launch) assignment_.launch->record.macs += m * k * n;
+  if (assignment_.launch) {
+    assignment_.launch->record.macs += m * k * n;
+    assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
+  }
   compute(Engine::kTfu, timing.cycles, label, reads, writes);
 }
 
@@ -593,7 +596,11 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
     compute::conv2d(in_t, out_t, resolve(out, oh * ow * p.out_c * oe, "out"), resolve(in, p.in_h * p.in_w * p.in_c * ie, "in"),
                 resolve(w, p.out_c * p.k_h * p.k_w * p.in_c * ie, "w"), p.in_h, p.in_w, p.in_c, p.out_c, p.k_h, p.k_w,
                 p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, accumulate);
-  if (assignment_.launch) assignment_.launch->record.macs += oh * ow * p.out_c * p.k_h * p.k_w * p.in_c;
+  if (assignment_.launch) {
+    const std::uint64_t macs = oh * ow * p.out_c * p.k_h * p.k_w * p.in_c;
+    assignment_.launch->record.macs += macs;
+    assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += macs;
+  }
   compute(Engine::kTfu, timing.cycles, label, reads, writes);
 }
 

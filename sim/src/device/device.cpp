@@ -29,6 +29,16 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
   pageable_staging = fabric.add_resource("pageable staging", cfg.host_link_pageable_gbps);
   if (cfg.mlu_link_bandwidth_gbps > 0) mlu_link = fabric.add_resource("MLU-Link out", cfg.mlu_link_bandwidth_gbps);
   for (std::uint32_t c = 0; c < cfg.clusters; ++c) clusters.push_back(std::make_unique<Cluster>(*this, c));
+  // DRAM bandwidth counter: the load on all channels after every rate change, one sample per
+  // distinct value, so a timeline shows how close kernels come to dram.bandwidth_gbps.
+  fabric.set_rate_listener([this](Picos now) {
+    if (!trace.records(TraceLevel::kOps)) return;
+    double gbps = 0;
+    for (ResourceId ch : dram_channels) gbps += fabric.current_load_gbps(ch);
+    if (gbps == last_dram_gbps_) return;
+    last_dram_gbps_ = gbps;
+    trace.counter(trace_pid(), "DRAM bandwidth (GB/s)", now - epoch_ps, nlohmann::json{{"GB/s", gbps}});
+  });
   stats.reset(cfg.total_cores() + cfg.clusters);
   stats.epoch_ps = epoch_ps;
 }

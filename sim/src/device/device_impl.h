@@ -52,6 +52,7 @@ class DeviceImpl {
 
  private:
   bool trace_process_declared_ = false;
+  double last_dram_gbps_ = 0;
 };
 
 }  // namespace mlusim::sim

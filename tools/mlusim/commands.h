@@ -1,0 +1,16 @@
+// Subcommands of the mlusim program. Each registers its options on the CLI11 app and returns
+// the function that runs it (exit code 0 on success).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace mlusim::cli {
+
+using Command = std::function<int()>;
+
+Command add_demo_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
+
+}  // namespace mlusim::cli

@@ -1,0 +1,26 @@
+// mlusim: run work on a simulated MLU and see where the cycles go.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "mlusim/sim/config.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mlusim " MLUSIM_VERSION ": a cycle-approximate MLU simulator"};
+  app.set_version_flag("--version", "mlusim " MLUSIM_VERSION);
+  app.require_subcommand(1);
+  const mlusim::cli::Command demo = mlusim::cli::add_demo_command(app);
+  const mlusim::cli::Command info = mlusim::cli::add_info_command(app);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (app.got_subcommand("demo")) return demo();
+    if (app.got_subcommand("info")) return info();
+  } catch (const mlusim::sim::ConfigError& e) {
+    std::fprintf(stderr, "mlusim: invalid config: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mlusim: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}
