@@ -8,7 +8,8 @@
 //                 (fp32/int32: width/4, fp16: width/2, int8/bool: width; fp64/int64: width/8,
 //                  reached only by copy and cast)
 //   passes(op)  = 1 for VfuCostClass::kSimple, vfu_transcendental_factor for kTranscendental
-//                 (exp, log, sqrt, rsqrt, recip, sigmoid, tanh, gelu, silu, div, pow)
+//                 (exp, log, sqrt, rsqrt, recip, sigmoid, tanh, gelu, silu, div, pow); a factor
+//                 of 0 counts as 1
 //
 //   elementwise (binary, binary-scalar, compare, unary):
 //                 cycles = startup + ceil(n / epc) * passes
