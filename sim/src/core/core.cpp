@@ -548,10 +548,8 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
   if (!arr.supported())
     fault(label + ": the TFU of this config has no " + std::string(dtype_name(in_t)) + " array (tfu." +
           std::string(dtype_name(in_t)) + " is 0x0); use the VFU");
-  const bool out_ok = (in_t == DType::kFloat32 && out_t == DType::kFloat32) ||
-                      (in_t == DType::kFloat16 && (out_t == DType::kFloat16 || out_t == DType::kFloat32)) ||
-                      (in_t == DType::kInt8 && out_t == DType::kInt32);
-  if (!out_ok) fault(label + ": unsupported output dtype " + std::string(dtype_name(out_t)));
+  if (!compute::tensor_dtypes_supported(in_t, out_t))
+    fault(label + ": unsupported output dtype " + std::string(dtype_name(out_t)));
   const std::uint64_t ie = dtype_size(in_t), oe = dtype_size(out_t);
   std::vector<Range> reads{range(a, m * k * ie, "matmul A"), range(b, k * n * ie, "matmul B")};
   const std::vector<Range> writes{range(c, m * n * oe, "matmul C")};
@@ -567,6 +565,29 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
   }
   compute(Engine::kTfu, timing.cycles, label, reads, writes);
+}
+
+bool Core::tfu_supports(DType in_t) const { return device_.config.tfu_array(in_t).supported(); }
+
+void Core::vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k,
+                      std::uint64_t n, bool b_transposed, bool accumulate) {
+  const std::string label = "vec_matmul_" + std::string(dtype_name(in_t));
+  require_vfu_operands(label.c_str(), {c, a, b});
+  if (!compute::tensor_dtypes_supported(in_t, out_t))
+    fault(label + ": unsupported output dtype " + std::string(dtype_name(out_t)));
+  const std::uint64_t ie = dtype_size(in_t), oe = dtype_size(out_t);
+  std::vector<Range> reads{range(a, m * k * ie, "vec_matmul A"), range(b, k * n * ie, "vec_matmul B")};
+  const std::vector<Range> writes{range(c, m * n * oe, "vec_matmul C")};
+  if (accumulate) reads.push_back(writes[0]);
+  if (assignment_.launch) assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
+  // One FMA pass over N per (row, k): the VFU's lanes are the output dtype's.
+  const std::uint64_t lanes = compute::vfu_elems_per_cycle(device_.config, out_t);
+  vfu_op(label, out_t, m * k * n, reads, writes,
+         [&] { return device_.config.vfu_startup_cycles + m * k * ((n + lanes - 1) / lanes); },
+         [&] {
+           compute::matmul(in_t, out_t, resolve(c, m * n * oe, "C"), resolve(a, m * k * ie, "A"),
+                           resolve(b, k * n * ie, "B"), m, k, n, b_transposed, accumulate);
+         });
 }
 
 void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev::ConvParams& p, bool accumulate) {

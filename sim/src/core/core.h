@@ -76,6 +76,9 @@ class Core {
   void matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k, std::uint64_t n,
               bool b_transposed, bool accumulate);
   void conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev::ConvParams& p, bool accumulate);
+  bool tfu_supports(DType in_t) const;
+  void vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k, std::uint64_t n,
+                  bool b_transposed, bool accumulate);
   void scalar_access(Addr addr, void* value, std::uint64_t bytes, bool store);
   void log(const std::string& line);
   [[noreturn]] void fault(const std::string& what) const;

@@ -69,6 +69,11 @@ void matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::size_t m, std:
             bool b_transposed, bool accumulate) {
   core().matmul(in_t, out_t, c, a, b, m, k, n, b_transposed, accumulate);
 }
+bool tfu_supports(DType in_t) { return core().tfu_supports(in_t); }
+void vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::size_t m, std::size_t k, std::size_t n,
+                bool b_transposed, bool accumulate) {
+  core().vec_matmul(in_t, out_t, c, a, b, m, k, n, b_transposed, accumulate);
+}
 void conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const ConvParams& p, bool accumulate) {
   core().conv2d(in_t, out_t, out, in, w, p, accumulate);
 }

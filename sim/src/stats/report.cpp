@@ -21,6 +21,12 @@ std::uint64_t engine_instances(const HardwareConfig& cfg, Engine e) {
   return e == Engine::kMemcoreDma ? cfg.clusters : cfg.total_cores();
 }
 
+std::uint64_t total_macs(const KernelRecord& k) {
+  std::uint64_t sum = 0;
+  for (std::uint64_t m : k.macs_by_dtype) sum += m;
+  return sum;
+}
+
 struct KernelMetrics {
   double seconds = 0, achieved_macs_per_s = 0, achieved_gbps = 0, bound_seconds = 0, efficiency = 0, peak_share = 0;
 };
@@ -31,7 +37,7 @@ KernelMetrics metrics(const HardwareConfig& cfg, const KernelRecord& k) {
   const std::uint64_t bytes = gdram_bytes(k.traffic);
   m.bound_seconds = double(roofline_bound_ps(cfg, k.macs_by_dtype, bytes)) / kPicosPerSecond;
   if (m.seconds > 0) {
-    m.achieved_macs_per_s = double(k.macs) / m.seconds;
+    m.achieved_macs_per_s = double(total_macs(k)) / m.seconds;
     m.achieved_gbps = double(bytes) / m.seconds / 1e9;
     m.efficiency = m.bound_seconds / m.seconds;
     double peak_time = 0;  // time the MACs would take at peak, per dtype
@@ -71,14 +77,14 @@ std::string format_cycle_report(const HardwareConfig& cfg, const DeviceStats& st
 
   o << "kernels\n";
   std::snprintf(line, sizeof line, "  %-24s %12s %6s %12s %12s %10s %9s %11s %6s\n", "name", "cycles", "share", "MACs",
-                "DRAM bytes", "DRAM GB/s", "TFU peak", "roofline us", "eff");
+                "DRAM bytes", "DRAM GB/s", "MAC peak", "roofline us", "eff");
   o << line;
   for (const KernelRecord& k : stats.kernels) {
     const KernelMetrics m = metrics(cfg, k);
     const double share = kernel_ps ? 100.0 * double(k.end_ps - k.start_ps) / double(kernel_ps) : 0.0;
     std::snprintf(line, sizeof line, "  %-24.24s %12llu %5.1f%% %12llu %12s %10.1f %8.1f%% %11.3f %5.1f%%%s\n",
                   k.name.c_str(), static_cast<unsigned long long>(k.cycles), share,
-                  static_cast<unsigned long long>(k.macs), human_bytes(double(gdram_bytes(k.traffic))).c_str(),
+                  static_cast<unsigned long long>(total_macs(k)), human_bytes(double(gdram_bytes(k.traffic))).c_str(),
                   m.achieved_gbps, 100.0 * m.peak_share, m.bound_seconds * 1e6, 100.0 * m.efficiency,
                   k.faulted ? "  FAULTED" : "");
     o << line;
@@ -116,7 +122,7 @@ void cycle_report_json(const HardwareConfig& cfg, const DeviceStats& stats, Pico
     const KernelMetrics m = metrics(cfg, stats.kernels[i]);
     out["kernels"][i]["roofline_ps"] = static_cast<Picos>(m.bound_seconds * kPicosPerSecond);
     out["kernels"][i]["efficiency"] = m.efficiency;
-    out["kernels"][i]["tfu_peak_share"] = m.peak_share;
+    out["kernels"][i]["mac_peak_share"] = m.peak_share;
     out["kernels"][i]["dram_gbps"] = m.achieved_gbps;
   }
   const EngineSet totals = stats.engine_totals();

@@ -104,6 +104,15 @@ void vec_select(DType dtype, Addr dst, Addr cond_bool, Addr a, Addr b, std::size
 void matmul(DType in_type, DType out_type, Addr c, Addr a, Addr b, std::size_t m, std::size_t k,
             std::size_t n, bool b_transposed, bool accumulate);
 
+// True when this config's TFU has an array for `in_type` (tfu.<dtype>.rows/cols non-zero).
+bool tfu_supports(DType in_type);
+
+// The same product on the VFU, for dtypes the TFU lacks: one fused multiply-add pass per
+// (row of A, element of K) over N. All operands in NRAM; same dtype rules as matmul.
+// Cycles: vfu.startup_cycles + M x K x ceil(N / lanes(out_type)).
+void vec_matmul(DType in_type, DType out_type, Addr c, Addr a, Addr b, std::size_t m, std::size_t k,
+                std::size_t n, bool b_transposed, bool accumulate);
+
 struct ConvParams {
   std::size_t in_h = 0, in_w = 0, in_c = 0;  // input tile, HWC, already padded by the kernel
   std::size_t out_c = 0, k_h = 1, k_w = 1;

@@ -58,7 +58,7 @@ struct KernelRecord {
   EngineSet engines{};        // summed over all cores that ran its tasks
   TrafficCounters traffic;
   std::uint64_t macs = 0;     // TFU multiply-accumulates performed
-  std::array<std::uint64_t, 7> macs_by_dtype{};  // the same, by input DType (roofline.h)
+  std::array<std::uint64_t, 7> macs_by_dtype{};  // TFU and VFU (vec_matmul) MACs by input DType
   std::uint64_t vector_elements = 0;  // VFU elements processed
 };
 

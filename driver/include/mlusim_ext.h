@@ -1,0 +1,227 @@
+/*
+ * mlusim_ext.h: what only a simulator has. Configs, reset, traces, statistics, per-kernel cycle
+ * records, virtual clocks, error messages, and the kernel registration that lets C programs
+ * launch C++ kernels through cnrtInvokeKernel.
+ *
+ * Same conventions as cnrt.h: thread-safe, cnrtRet_t codes, the calling thread's last error and
+ * message are set on failure. These calls cost no simulated host time. Times are simulated
+ * nanoseconds (or picoseconds, *Ps) since the epoch: the moment the current config was loaded.
+ */
+#ifndef MLUSIM_EXT_H_
+#define MLUSIM_EXT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cnrt.h"
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* ---- configs and reset ---------------------------------------------------------------------
+ * Without these calls the runtime loads $MLUSIM_CONFIG (a preset name such as "tiny" or a YAML
+ * path) or, unset, the default preset "mlu370-x4", on the first API call. */
+
+/* Replaces the simulated system by one built from `name_or_path` (preset name or YAML file).
+ * Waits until all queued work has finished, then frees all device memory, destroys all queues
+ * and notifiers (every handle becomes invalid), starts a new epoch (all host clocks restart at 0
+ * and every thread's current device is 0) and clears statistics and traces' events.
+ * Pinned host memory stays valid. Not to be called while other threads use the runtime.
+ * cnrtErrorArgsInvalid: name_or_path is NULL, or the config is invalid (missing file, unknown
+ *   key, bad value): mlusimGetLastErrorMessage() has the loader's "<file>: <key>: <reason>".
+ * cnrtErrorIllegalState: a host function is still running (called from one, or concurrently). */
+cnrtRet_t mlusimLoadConfig(const char *name_or_path);
+
+/* mlusimLoadConfig with `count` overrides "key=value" (e.g. "devices=2",
+ * "mlu_link.bandwidth_gbps=50"), applied after the preset's `extends:` chain.
+ * cnrtErrorArgsInvalid: as mlusimLoadConfig, or count > 0 with overrides NULL, or an override
+ *   that is NULL, has no '=', or names an unknown key / invalid value. */
+cnrtRet_t mlusimLoadConfigWithOverrides(const char *name_or_path, const char *const *overrides,
+                                        size_t count);
+
+/* mlusimLoadConfig of the current config (with its overrides): a fresh system. */
+cnrtRet_t mlusimReset(void);
+
+/* Name of the loaded config (its `name` key) into buf (truncated, always NUL-terminated).
+ * cnrtErrorArgsInvalid: buf is NULL or size is 0. */
+cnrtRet_t mlusimGetConfigName(char *buf, size_t size);
+
+/* Timing-only mode on all devices: kernels skip floating-point arithmetic (results are garbage)
+ * with cycle counts identical to functional mode. Copies still move data. */
+cnrtRet_t mlusimSetTimingOnly(int enable);
+
+/* ---- clocks --------------------------------------------------------------------------------- */
+
+/* The calling thread's virtual clock. cnrtErrorArgsInvalid: pointer is NULL. */
+cnrtRet_t mlusimGetHostTime(double *ns);
+cnrtRet_t mlusimGetHostTimePs(uint64_t *ps);
+/* How far the simulation has run. cnrtErrorArgsInvalid: pointer is NULL. */
+cnrtRet_t mlusimGetDeviceTime(double *ns);
+cnrtRet_t mlusimGetDeviceTimePs(uint64_t *ps);
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* The sentence describing the calling thread's last failure (including a kernel's fault message
+ * when a sync returned cnrtErrorKernelTrap); "" if none. Valid until the thread's next call. */
+const char *mlusimGetLastErrorMessage(void);
+
+/* Whether kernel faults are also printed to stderr when they happen (default 1). */
+cnrtRet_t mlusimSetFaultPrinting(int enable);
+
+/* ---- traces (Chrome trace-event JSON, see traces/README.md) --------------------------------- */
+
+typedef enum {
+  MLUSIM_TRACE_OFF = 0,
+  MLUSIM_TRACE_OPS = 1,        /* kernels, copies, queue operations, allocator counters */
+  MLUSIM_TRACE_INTRINSICS = 2  /* + per-engine intrinsics and per-core tasks (large) */
+} mlusimTraceLevel_t;
+
+/* Drops recorded events and starts recording at `level`.
+ * cnrtErrorArgsInvalid: level is not a mlusimTraceLevel_t value. */
+cnrtRet_t mlusimTraceBegin(mlusimTraceLevel_t level);
+/* Stops recording; the events are kept for mlusimTraceWrite. */
+cnrtRet_t mlusimTraceEnd(void);
+/* Writes the recorded events to `path` (parent folders created). Recording, if on, goes on.
+ * cnrtErrorArgsInvalid: path is NULL or empty. cnrtErrorSys: the file cannot be written. */
+cnrtRet_t mlusimTraceWrite(const char *path);
+
+/* ---- statistics ----------------------------------------------------------------------------- */
+
+#define MLUSIM_MEM_LEVEL_COUNT 5 /* indices: 0 host, 1 GDRAM, 2 SRAM, 3 NRAM, 4 WRAM */
+#define MLUSIM_ENGINE_COUNT 6    /* 0 scalar, 1 VFU, 2 TFU, 3 IO-DMA, 4 Move-DMA, 5 MemCore-DMA */
+
+typedef struct mlusimDeviceStats {
+  double elapsed_ns;               /* simulated time since the stats epoch */
+  uint64_t kernels;                /* kernel launches completed */
+  uint64_t faulted_kernels;
+  uint64_t read_bytes[MLUSIM_MEM_LEVEL_COUNT];  /* bytes read from each memory level */
+  uint64_t write_bytes[MLUSIM_MEM_LEVEL_COUNT]; /* bytes written to each memory level */
+  double engine_busy_ns[MLUSIM_ENGINE_COUNT];   /* summed over all cores */
+  uint64_t engine_intrinsics[MLUSIM_ENGINE_COUNT];
+  uint64_t engine_cycles[MLUSIM_ENGINE_COUNT];  /* compute engines: cycle formula totals */
+  uint64_t allocated_bytes;        /* live device memory, rounded as cnrtMemGetInfo counts it */
+  uint64_t peak_allocated_bytes;   /* since the config was loaded */
+  uint64_t live_allocations;
+} mlusimDeviceStats_t;
+
+/* Statistics of `device`. cnrtErrorArgsInvalid: stats NULL. cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t *stats);
+/* Starts a new stats epoch on `device`: counters and kernel records cleared (allocator figures
+ * are kept). cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimResetStats(int device);
+/* The device's statistics as JSON (sim DeviceStats::to_json) into buf; *needed (if not NULL)
+ * gets the length + 1. cnrtErrorArgsInvalid: buf NULL with size > 0. cnrtErrorDeviceInvalid. */
+cnrtRet_t mlusimGetStatsJson(int device, char *buf, size_t size, size_t *needed);
+
+/* One completed kernel launch. Times are simulated ns since the epoch (the clock of
+ * mlusimGetHostTime and of notifiers). */
+typedef struct mlusimKernelRecord {
+  char name[128];
+  uint64_t id;            /* launch sequence number on its device */
+  cnrtDim3_t dim;
+  cnrtFunctionType_t type;
+  double submit_ns;
+  double start_ns;        /* first task started */
+  double end_ns;          /* last task finished */
+  uint64_t cycles;        /* (end - start) in core clock cycles */
+  int faulted;
+  char fault[512];        /* fault message (truncated), "" when it ran clean */
+  uint64_t macs;          /* TFU multiply-accumulates */
+  uint64_t vector_elements;
+} mlusimKernelRecord_t;
+
+/* Number of kernel records of `device` since its stats epoch.
+ * cnrtErrorArgsInvalid: count NULL. cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimGetKernelRecordCount(int device, size_t *count);
+/* Record `index` (0 = oldest). cnrtErrorArgsInvalid: record NULL or index >= count.
+ * cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t *record);
+
+/* ---- version -------------------------------------------------------------------------------- */
+
+/* mlusim's own version (the project version). cnrtErrorArgsInvalid: any pointer NULL. */
+cnrtRet_t mlusimGetVersion(int *major, int *minor, int *patch);
+
+/* ---- kernels ---------------------------------------------------------------------------------
+ * A kernel handle is the address of a registered mlusimKernel_t object. Kernels are written in
+ * C++ (MLUSIM_KERNEL below); C code declares them with MLUSIM_DECLARE_KERNEL(name) and passes
+ * `name` (or `&name`) to cnrtInvokeKernel. */
+typedef struct mlusimKernel {
+  const char *name;
+  uint32_t magic;
+} mlusimKernel_t;
+#define MLUSIM_KERNEL_MAGIC 0x4d4c4b4eu /* "MLKN" */
+
+#if defined(__cplusplus)
+#define MLUSIM_DECLARE_KERNEL(name) extern "C" const mlusimKernel_t name[1]
+#else
+#define MLUSIM_DECLARE_KERNEL(name) extern const mlusimKernel_t name[1]
+#endif
+
+#if defined(__cplusplus)
+} /* extern "C" */
+
+/* ---- C++ only: defining kernels ---------------------------------------------------------------
+ *
+ *   #include <mlusim_ext.h>
+ *   #include <mlusim/sim/kernel_api.h>
+ *   MLUSIM_KERNEL(vector_add, (const float* a, const float* b, float* c, int n)) {
+ *     using namespace mlusim::dev;   // taskId(), memcpy, vec_binary, ...
+ *     ...
+ *   }
+ *
+ * defines a kernel function with those parameters, registers it with the runtime at static
+ * initialisation, and defines the C symbol `vector_add` (the handle). cnrtInvokeKernel copies
+ * each argument from args[i] as the parameter's type (decayed): pass pointers to values of
+ * exactly those types. Device pointers arrive as the raw addresses cnrtMalloc returned; wrap
+ * them as mlusim::dev::Gdram<T>(ptr) inside the kernel. */
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace mlusim::driver {
+
+// Builds the task body of one launch from cnrtInvokeKernel's argument array (already checked:
+// `arity` non-NULL entries).
+using KernelBinder = std::function<std::function<void()>(void** args)>;
+
+// Registers `handle` (the address of a mlusimKernel_t) as kernel `name` taking `arity`
+// arguments. Returns true. Registering a handle twice replaces the first registration.
+bool register_kernel(const void* handle, const char* name, std::size_t arity, KernelBinder binder);
+
+template <class... A, std::size_t... I>
+std::function<void()> bind_kernel_args(void (*fn)(A...), void** args, std::index_sequence<I...>) {
+  std::tuple<std::decay_t<A>...> values{*static_cast<const std::decay_t<A>*>(args[I])...};
+  return [fn, values]() { std::apply(fn, values); };
+}
+
+template <class... A>
+bool register_kernel_function(const void* handle, const char* name, void (*fn)(A...)) {
+  return register_kernel(handle, name, sizeof...(A), [fn](void** args) {
+    return bind_kernel_args(fn, args, std::index_sequence_for<A...>{});
+  });
+}
+
+// Launches a C++ callable as a kernel, for C++ libraries that build kernel bodies at run time
+// (libmlu): the same queueing, validation and error codes as cnrtInvokeKernel (no
+// cnrtErrorInvalidKernel; ArgsInvalid for an empty body or name).
+cnrtRet_t invoke_kernel_body(const std::string& name, std::function<void()> body, cnrtDim3_t dim,
+                             cnrtFunctionType_t type, cnrtQueue_t queue);
+
+}  // namespace mlusim::driver
+
+#define MLUSIM_KERNEL(name, params)                                                        \
+  static void mlusim_kernel_body_##name params;                                            \
+  extern "C" const mlusimKernel_t name[1] = {{#name, MLUSIM_KERNEL_MAGIC}};                \
+  [[maybe_unused]] static const bool mlusim_kernel_registered_##name =                     \
+      ::mlusim::driver::register_kernel_function(name, #name, &mlusim_kernel_body_##name); \
+  static void mlusim_kernel_body_##name params
+
+#endif /* __cplusplus */
+
+#endif /* MLUSIM_EXT_H_ */
