@@ -1,6 +1,8 @@
 // Public config API: preset lookup, loading, overrides and validation against the schema table.
 #include "mlusim/sim/config.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -302,9 +304,17 @@ const TfuArray& HardwareConfig::tfu_array(DType t) const {
   }
 }
 
+// Presets are found, in order: $MLUSIM_CONFIG_DIR; <prefix>/share/mlusim/configs beside an
+// installed libmlusim_sim (<prefix>/lib/...); the source tree's configs/ (build tree use).
 fs::path config_dir() {
   const char* env = std::getenv("MLUSIM_CONFIG_DIR");
   if (env != nullptr && *env != '\0') return fs::path(env);
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&default_config_name), &info) != 0 && info.dli_fname != nullptr) {
+    std::error_code ec;
+    const fs::path installed = fs::path(info.dli_fname).parent_path().parent_path() / "share" / "mlusim" / "configs";
+    if (fs::is_directory(installed, ec)) return installed;
+  }
   return fs::path(MLUSIM_SOURCE_CONFIG_DIR);
 }
 
