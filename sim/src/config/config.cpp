@@ -264,6 +264,9 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
                 {c.tfu_fp16, "tfu.fp16.rows", "tfu.fp16.cols"},
                 {c.tfu_int8, "tfu.int8.rows", "tfu.int8.cols"}};
   for (const auto& a : arrays) {
+    if (a.array.rows == 1 && a.array.cols == 1)  // SCALE-Sim's count would fall below the MAC roofline
+      fail({a.rows, a.cols}, std::string(a.rows) + " x " + a.cols + " = 1 x 1 is not a systolic array: "
+                                                                   "use at least 1 x 2 (or 0 x 0 for no TFU support)");
     if ((a.array.rows == 0) == (a.array.cols == 0)) continue;
     fail({a.rows, a.cols}, std::string(a.rows) + " = " + std::to_string(a.array.rows) + " but " + a.cols + " = " +
                                std::to_string(a.array.cols) +

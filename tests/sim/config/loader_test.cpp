@@ -312,6 +312,7 @@ TEST(ConfigValidation, TfuArrays) {
   ExpectTinyError("tfu:\n  fp16:\n    cols: 0\n", "tfu.fp16.cols",
                   "tfu.fp16.rows = 8 but tfu.fp16.cols = 0: set both to 0 (dtype unsupported by the TFU) or both above 0");
   ExpectTinyError("tfu:\n  int8:\n    rows: 0\n", "tfu.int8.rows", "tfu.int8.rows = 0 but tfu.int8.cols = 16");
+  ExpectTinyError("tfu:\n  fp32:\n    rows: 1\n    cols: 1\n", "tfu.fp32.rows", "1 x 1 is not a systolic array");
   ExpectTinyError("tfu:\n  dataflow: row_stationary\n", "tfu.dataflow",
                   "expected output_stationary or weight_stationary, got \"row_stationary\"");
   const HardwareConfig c = parse_on_tiny("tfu:\n  fp32:\n    rows: 0\n    cols: 0\n");
