@@ -348,6 +348,7 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
     }
   }
   check_hazards(reads, writes, "memcpy");
+  if (device_.dma_flip_countdown > 0 && --device_.dma_flip_countdown == 0) (*staging)[total / 2] ^= 1;
 
   const DmaPlan plan = plan_dma(device_, cluster_, memory_core_, io_dma_, move_dma_, spaces, shape, gdram_segments);
   const Engine engine = plan.engine;

@@ -39,6 +39,7 @@ class DeviceImpl {
   std::vector<std::unique_ptr<Cluster>> clusters;
   Scheduler scheduler;
   std::uint32_t copies_in_flight = 0;
+  std::uint64_t dma_flip_countdown = 0;  // inject_dma_bit_flip: 0 = disarmed
 
   Picos now_abs() const;                  // SystemC time in ps
   Picos now() const { return now_abs() - epoch_ps; }

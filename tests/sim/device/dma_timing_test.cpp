@@ -106,3 +106,27 @@ TEST_F(DmaTiming, StridedCopiesMoveTheRightBytes) {
 
 }  // namespace
 }  // namespace mlusim::sim::testing
+
+namespace mlusim::sim::testing {
+namespace {
+
+// The fault-injection switch flips exactly one bit of the nth DMA, and only that one.
+TEST_F(DmaTiming, InjectedBitFlipCorruptsExactlyOneCopy) {
+  const std::uint64_t src = dmalloc(256), dst = dmalloc(256);
+  std::vector<std::uint8_t> data(256);
+  for (int i = 0; i < 256; ++i) data[i] = static_cast<std::uint8_t>(i);
+  upload(src, data);
+  device().inject_dma_bit_flip(2);  // the copy back to GDRAM
+  run("roundtrip", [src, dst] {
+    auto n = dev::nram_alloc<std::uint8_t>(256);
+    dev::memcpy(n, Addr{Space::kGdram, src}, 256, dev::Dir::kGdram2Nram);
+    dev::memcpy(Addr{Space::kGdram, dst}, n, 256, dev::Dir::kNram2Gdram);
+  });
+  auto got = download<std::uint8_t>(dst, 256);
+  EXPECT_EQ(got[128], data[128] ^ 1);
+  got[128] ^= 1;
+  EXPECT_EQ(got, data);
+}
+
+}  // namespace
+}  // namespace mlusim::sim::testing

@@ -83,6 +83,11 @@ class Device {
   // Kernel printf sink (default: stderr). Lines arrive prefixed "[mlu<d> <kernel> task <t>] ".
   void set_log_sink(std::function<void(const std::string&)> sink);
 
+  // Test-only fault injection: the `nth` kernel DMA from now (1 = the next one) lands with one
+  // bit flipped (bit 0 of its middle byte). 0 disarms. Proves that results come out of the
+  // simulated memories: every op test must fail with it armed.
+  void inject_dma_bit_flip(std::uint64_t nth);
+
   // Drains nothing: the owner must have run the simulation until idle(). Makes the device's
   // SystemC threads exit; the next sc_start lets them finish. Safe to destroy afterwards.
   void shutdown();
