@@ -141,7 +141,8 @@ void Core::run_task() {
     }
   }
   if (device_.trace.records(TraceLevel::kOps)) {
-    nlohmann::json args = {{"task", assignment_.task_id}};
+    nlohmann::json args = {{"task", assignment_.task_id},
+                           {"cycles", ps_to_cycles(device_.now_abs() - started, device_.config.core_clock_mhz)}};
     device_.trace.complete(device_.trace_pid(), device_.trace_track(name_ + " Task"), launch.launch.name, "task",
                            started - device_.epoch_ps, device_.now_abs() - started, &args);
   }

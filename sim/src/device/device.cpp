@@ -93,16 +93,32 @@ int DeviceImpl::trace_track(const std::string& name) { return trace.track(trace_
 // Host copies: host link (per direction; pageable copies also cross the driver's staging
 // copy, pageable_bandwidth_gbps) + the DRAM channels of the device range. Latency:
 // host_link.latency_ns + dram.latency_ns. Device-to-device: DRAM read + write, dram latency.
+std::optional<std::string> DeviceImpl::validate_copy(const HostCopy& copy) const {
+  using Kind = HostCopy::Kind;
+  auto outside = [&](std::uint64_t addr, const char* role) -> std::optional<std::string> {
+    if (gdram.contains(addr, copy.bytes)) return std::nullopt;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
+    return std::string(role) + " range [" + buf + ", +" + std::to_string(copy.bytes) +
+           ") is outside device memory of mlu" + std::to_string(index);
+  };
+  const bool reads_device = copy.kind == Kind::kDeviceToHost || copy.kind == Kind::kDeviceToDevice || copy.kind == Kind::kToPeer;
+  const bool writes_device = copy.kind == Kind::kHostToDevice || copy.kind == Kind::kDeviceToDevice || copy.kind == Kind::kMemset;
+  if (reads_device)
+    if (auto e = outside(copy.device_src, "source")) return e;
+  if (writes_device)
+    if (auto e = outside(copy.device_dst, "destination")) return e;
+  if ((copy.kind == Kind::kHostToDevice && copy.host_src == nullptr && copy.bytes > 0) ||
+      ((copy.kind == Kind::kDeviceToHost || copy.kind == Kind::kToPeer) && copy.host_dst == nullptr && copy.bytes > 0))
+    return std::string("host buffer of a ") + std::to_string(copy.bytes) + "-byte copy is null";
+  if (copy.kind == Kind::kToPeer && config.mlu_link_bandwidth_gbps <= 0)
+    return "peer copy over MLU-Link: config " + config.name + " has no MLU-Link";
+  return std::nullopt;
+}
+
 void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on_done) {
   using Kind = HostCopy::Kind;
-  auto check = [&](std::uint64_t addr, const char* role) {
-    if (!gdram.contains(addr, copy.bytes))
-      throw std::out_of_range(std::string(role) + " range [0x" + [&] {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(addr));
-        return std::string(buf);
-      }() + ", +" + std::to_string(copy.bytes) + ") is outside device memory of mlu" + std::to_string(index));
-  };
+  if (auto error = validate_copy(copy)) throw std::invalid_argument(*error);
   std::vector<FlowUse> uses;
   double latency_ns = config.dram_latency_ns;
   const double payload = static_cast<double>(std::max<std::size_t>(copy.bytes, 1));
@@ -111,7 +127,6 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
   MemLevel from = MemLevel::kHost, to = MemLevel::kGdram;
   switch (copy.kind) {
     case Kind::kHostToDevice: {
-      check(copy.device_dst, "destination");
       uses.push_back({host_to_device, 1.0});
       latency_ns += config.host_link_latency_ns;
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
@@ -122,7 +137,6 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       break;
     }
     case Kind::kDeviceToHost: {
-      check(copy.device_src, "source");
       uses.push_back({device_to_host, 1.0});
       latency_ns += config.host_link_latency_ns;
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
@@ -135,8 +149,6 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       break;
     }
     case Kind::kDeviceToDevice: {
-      check(copy.device_src, "source");
-      check(copy.device_dst, "destination");
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
       const std::uint8_t* src = gdram.backing(copy.device_src);
@@ -147,9 +159,6 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       break;
     }
     case Kind::kToPeer: {
-      if (config.mlu_link_bandwidth_gbps <= 0)
-        throw std::invalid_argument("peer copy over MLU-Link: config " + config.name + " has no MLU-Link");
-      check(copy.device_src, "source");
       uses.push_back({mlu_link, 1.0});
       latency_ns += config.mlu_link_latency_ns;
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
@@ -161,7 +170,6 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       break;
     }
     case Kind::kMemset: {
-      check(copy.device_dst, "destination");
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
       std::uint8_t* dst = gdram.backing(copy.device_dst);
       const std::size_t n = copy.bytes;
@@ -217,6 +225,10 @@ void* Device::gdram_backing(std::uint64_t addr, std::uint64_t bytes) {
   return impl_->gdram.backing(addr);
 }
 void Device::set_gdram_validator(GdramValidator v) { impl_->gdram_validator = std::move(v); }
+std::optional<std::string> Device::validate_launch(const KernelLaunch& launch) const {
+  return impl_->scheduler.validate(launch);
+}
+std::optional<std::string> Device::validate_copy(const HostCopy& copy) const { return impl_->validate_copy(copy); }
 std::uint64_t Device::submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done) {
   return impl_->scheduler.submit(std::move(launch), std::move(on_done));
 }

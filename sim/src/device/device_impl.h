@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@ class DeviceImpl {
   // Trace helpers: this device's process id and a named track in it (created on first use).
   int trace_pid();
   int trace_track(const std::string& name);
+  std::optional<std::string> validate_copy(const HostCopy& copy) const;
   void submit_copy(const HostCopy& copy, std::function<void(Picos)> on_done);
 
  private:

@@ -6,29 +6,34 @@
 
 namespace mlusim::sim {
 
-std::uint64_t Scheduler::submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done) {
+std::optional<std::string> Scheduler::validate(const KernelLaunch& launch) const {
   const HardwareConfig& cfg = device_.config;
   const std::string who = "launch of kernel '" + launch.name + "': ";
-  if (!launch.body) throw LaunchError(who + "no kernel body");
+  if (!launch.body) return who + "no kernel body";
   if (launch.dim.x == 0 || launch.dim.y == 0 || launch.dim.z == 0)
-    throw LaunchError(who + "dim {" + std::to_string(launch.dim.x) + "," + std::to_string(launch.dim.y) + "," +
-                      std::to_string(launch.dim.z) + "} has a zero component");
-  if (launch.dim.count() > 0xFFFFFFFFull) throw LaunchError(who + "more than 2^32-1 tasks");
+    return who + "dim {" + std::to_string(launch.dim.x) + "," + std::to_string(launch.dim.y) + "," +
+           std::to_string(launch.dim.z) + "} has a zero component";
+  if (launch.dim.count() > 0xFFFFFFFFull) return who + "more than 2^32-1 tasks";
+  if (launch.type == FunctionType::kBlock) return std::nullopt;
+  const std::uint32_t n = union_clusters(launch.type);
+  if (n == 0) return who + "unknown function type " + std::to_string(static_cast<std::uint32_t>(launch.type));
+  if (n > cfg.clusters)
+    return who + function_type_name(launch.type) + " needs " + std::to_string(n) + " clusters but the device has " +
+           std::to_string(cfg.clusters);
+  const std::uint64_t group_tasks = std::uint64_t{n} * cfg.cores_per_cluster;
+  if (launch.dim.x % group_tasks != 0)
+    return who + function_type_name(launch.type) + " needs dim.x to be a multiple of " + std::to_string(group_tasks) +
+           " (got " + std::to_string(launch.dim.x) + ")";
+  return std::nullopt;
+}
+
+std::uint64_t Scheduler::submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done) {
+  if (auto error = validate(launch)) throw LaunchError(*error);
   auto state = std::make_unique<LaunchState>();
   state->union_n = union_clusters(launch.type);
-  if (launch.type != FunctionType::kBlock) {
-    if (state->union_n == 0) throw LaunchError(who + "unknown function type " + std::to_string(static_cast<std::uint32_t>(launch.type)));
-    if (state->union_n > cfg.clusters)
-      throw LaunchError(who + function_type_name(launch.type) + " needs " + std::to_string(state->union_n) +
-                        " clusters but the device has " + std::to_string(cfg.clusters));
-    const std::uint64_t group_tasks = std::uint64_t{state->union_n} * cfg.cores_per_cluster;
-    if (launch.dim.x % group_tasks != 0)
-      throw LaunchError(who + function_type_name(launch.type) + " needs dim.x to be a multiple of " +
-                        std::to_string(group_tasks) + " (got " + std::to_string(launch.dim.x) + ")");
-    state->units_total = launch.dim.count() / group_tasks;
-  } else {
-    state->units_total = launch.dim.count();
-  }
+  state->units_total = state->union_n == 0
+                           ? launch.dim.count()
+                           : launch.dim.count() / (std::uint64_t{state->union_n} * device_.config.cores_per_cluster);
   state->id = next_id_++;
   state->launch = std::move(launch);
   state->on_done = std::move(on_done);

@@ -8,6 +8,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "device/launch_state.h"
 
@@ -19,6 +21,8 @@ class Core;
 class Scheduler {
  public:
   explicit Scheduler(DeviceImpl& device) : device_(device) {}
+  // Why the launch cannot run here, or nullopt.
+  std::optional<std::string> validate(const KernelLaunch& launch) const;
   // Validates (throws LaunchError) and queues; dispatches at once if cores are free.
   std::uint64_t submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done);
   // A core finished its part of `launch`: frees the core, completes the launch when it was the

@@ -128,11 +128,28 @@ TEST_F(Faults, FaultStopsRemainingTasks) {
 
 TEST_F(Faults, LaunchesTheDeviceCannotHoldAreRejected) {
   auto body = [] {};
-  EXPECT_THROW(device().submit(KernelLaunch{"k", body, {16, 1, 1}, FunctionType::kUnion4}, nullptr), LaunchError);
-  EXPECT_THROW(device().submit(KernelLaunch{"k", body, {6, 1, 1}, FunctionType::kUnion1}, nullptr), LaunchError);
-  EXPECT_THROW(device().submit(KernelLaunch{"k", body, {0, 1, 1}, FunctionType::kBlock}, nullptr), LaunchError);
-  EXPECT_THROW(device().submit(KernelLaunch{"k", body, {4, 1, 1}, static_cast<FunctionType>(3)}, nullptr), LaunchError);
+  auto why = [&](Dim3 dim, FunctionType type) {
+    return device().validate_launch(KernelLaunch{"k", body, dim, type}).value_or("accepted");
+  };
+  EXPECT_THAT(why({16, 1, 1}, FunctionType::kUnion4), HasSubstr("UNION4 needs 4 clusters but the device has 2"));
+  EXPECT_THAT(why({6, 1, 1}, FunctionType::kUnion1), HasSubstr("dim.x to be a multiple of 4"));
+  EXPECT_THAT(why({0, 1, 1}, FunctionType::kBlock), HasSubstr("zero component"));
+  EXPECT_THAT(why({4, 1, 1}, static_cast<FunctionType>(3)), HasSubstr("unknown function type 3"));
+  EXPECT_EQ(why({4, 1, 1}, FunctionType::kUnion1), "accepted");
   EXPECT_TRUE(device().idle());
+}
+
+TEST_F(Faults, CopiesOutsideDeviceMemoryAreRejected) {
+  std::vector<std::uint8_t> host(64);
+  const std::uint64_t end = device().gdram_base() + device().gdram_size();
+  HostCopy c{HostCopy::Kind::kHostToDevice, end - 32, 0, nullptr, host.data(), 64, true, 0, "h2d"};
+  EXPECT_THAT(device().validate_copy(c).value_or("accepted"), HasSubstr("destination range"));
+  c.device_dst = end - 64;
+  EXPECT_FALSE(device().validate_copy(c).has_value());
+  c.host_src = nullptr;
+  EXPECT_THAT(device().validate_copy(c).value_or("accepted"), HasSubstr("host buffer"));
+  HostCopy peer{HostCopy::Kind::kToPeer, 0, device().gdram_base(), host.data(), nullptr, 64, true, 0, "peer"};
+  EXPECT_THAT(device().validate_copy(peer).value_or("accepted"), HasSubstr("has no MLU-Link"));
 }
 
 }  // namespace

@@ -64,11 +64,18 @@ class Device {
   void set_gdram_validator(GdramValidator validator);
 
   // ---- work ----
-  // Validates and queues a kernel launch; it starts when its first task finds a free core.
-  // Throws LaunchError for a launch the device cannot run. Returns the launch id.
+  // Why the device cannot run this launch (bad dim, unknown type, union larger than the device,
+  // dim.x not a multiple of the group size, no body), or nullopt when it can.
+  std::optional<std::string> validate_launch(const KernelLaunch& launch) const;
+  // Why this copy is invalid (a device range outside GDRAM, MLU-Link missing), or nullopt.
+  std::optional<std::string> validate_copy(const HostCopy& copy) const;
+  // Queues a kernel launch; it starts when its first task finds a free core. Returns the launch
+  // id. Throws LaunchError (validate_launch's message) for a launch the device cannot run.
+  // Note: with Debian's libsystemc (QuickThreads), an exception thrown on the stack that runs
+  // sc_start confuses AddressSanitizer; the simulation thread should validate first.
   std::uint64_t submit(KernelLaunch launch, std::function<void(const KernelRecord&)> on_done);
   // Queues a copy over the host link / DMA fabric; starts now. on_done gets the end time.
-  // Throws std::out_of_range for a device range outside GDRAM.
+  // Throws std::invalid_argument (validate_copy's message) for an invalid copy.
   void submit_copy(const HostCopy& copy, std::function<void(Picos end)> on_done);
   bool idle() const;  // no launch or copy pending or running
 

@@ -34,8 +34,8 @@ namespace mlusim::sim {
 // Ordered: a writer at level L records everything of level <= L.
 enum class TraceLevel {
   kOff,
-  kOps,         // ops, kernels, copies, allocator, counters (default; small files for whole models)
-  kIntrinsics,  // + per-engine intrinsics and per-core tasks (opt-in; for one kernel)
+  kOps,         // ops, kernels, per-core tasks, copies, allocator, counters (default; whole models)
+  kIntrinsics,  // + per-engine intrinsics and on-chip DMAs (opt-in; for one kernel)
 };
 
 // "off", "ops", "intrinsics"; and back (nullopt for anything else).
