@@ -300,8 +300,14 @@ void Core::trace_event(Engine e, const std::string& name, Picos start_abs, Picos
   if (!device_.trace.records(TraceLevel::kIntrinsics)) return;
   const HardwareConfig& cfg = device_.config;
   nlohmann::json args = {{"cycles", ps_to_cycles(end_abs - start_abs, cfg.core_clock_mhz)}};
-  device_.trace.complete(device_.trace_pid(), device_.trace_track(name_ + " " + std::string(engine_name(e))), name,
-                         std::string(engine_name(e)), start_abs - device_.epoch_ps, end_abs - start_abs, &args);
+  const int tid = device_.trace_track(name_ + " " + std::string(engine_name(e)));
+  const bool dma = e == Engine::kIoDma || e == Engine::kMoveDma || e == Engine::kMemcoreDma;
+  if (dma)  // async copies on one engine overlap: spread them over sub-tracks
+    device_.trace.complete_concurrent(device_.trace_pid(), tid, name, std::string(engine_name(e)),
+                                      start_abs - device_.epoch_ps, end_abs - start_abs, &args);
+  else
+    device_.trace.complete(device_.trace_pid(), tid, name, std::string(engine_name(e)), start_abs - device_.epoch_ps,
+                           end_abs - start_abs, &args);
 }
 
 void Core::require_compute_core(const char* what) const {

@@ -82,10 +82,10 @@ void DeviceImpl::add_dram_uses(std::uint64_t addr, std::uint64_t bytes, double t
 
 int DeviceImpl::trace_pid() {
   if (!trace_process_declared_) {
-    trace.process(index, "mlu" + std::to_string(index) + " (" + config.name + ")");
+    trace.process(index + 1, "mlu" + std::to_string(index) + " (" + config.name + ")");  // pid 0 is "idle" in Perfetto
     trace_process_declared_ = true;
   }
-  return index;
+  return index + 1;
 }
 
 int DeviceImpl::trace_track(const std::string& name) { return trace.track(trace_pid(), name); }
@@ -199,7 +199,7 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
     if (trace.records(TraceLevel::kOps)) {
       const bool link = copy_kind == Kind::kHostToDevice || copy_kind == Kind::kDeviceToHost;
       nlohmann::json args = {{"bytes", bytes}};
-      trace.complete(trace_pid(), trace_track(link ? "host link" : copy_kind == Kind::kToPeer ? "MLU-Link" : "device copies"), label, "copy", start - epoch_ps,
+      trace.complete_concurrent(trace_pid(), trace_track(link ? "host link" : copy_kind == Kind::kToPeer ? "MLU-Link" : "device copies"), label, "copy", start - epoch_ps,
                      now_abs() - start, &args);
     }
     if (on_done) on_done(now());

@@ -4,11 +4,41 @@
 #include <stdexcept>
 #include <utility>
 
+#include <pthread.h>
+
 #include <systemc>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include "mlusim/sim/trace.h"
 
 namespace mlusim::sim {
+namespace {
+
+// libsystemc's coroutines call AddressSanitizer's fiber-switch hooks, and when sc_start returns
+// the calling thread is left registered with the last coroutine's stack bounds: ASan then
+// misreports exceptions thrown on this stack and LeakSanitizer crashes at exit. Re-registering
+// the thread's real stack after every sc_start restores correct bookkeeping.
+void run_simulation(const sc_core::sc_time* duration) {
+  if (duration) sc_core::sc_start(*duration);
+  else sc_core::sc_start();
+#if defined(__SANITIZE_ADDRESS__)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    std::size_t size = 0;
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, addr, size);
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+  }
+#endif
+}
+
+}  // namespace
 
 Simulator& Simulator::instance() {
   static Simulator sim;
@@ -42,7 +72,7 @@ void Simulator::build(const HardwareConfig& config) {
     while (run_until_idle()) {
     }
     for (auto& d : devices_) d->shutdown();
-    sc_core::sc_start();  // let the shut-down threads return
+    run_simulation(nullptr);  // let the shut-down threads return
     devices_.clear();
   }
   config_ = std::make_unique<HardwareConfig>(config);
@@ -51,12 +81,13 @@ void Simulator::build(const HardwareConfig& config) {
     devices_.push_back(std::make_unique<Device>(config, static_cast<int>(i), *trace_, epoch_ps_));
   trace_->set_metadata("config", config.name);
   // Start the new threads so they park in their first wait before any work arrives.
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  const sc_core::sc_time zero = sc_core::SC_ZERO_TIME;
+  run_simulation(&zero);
 }
 
 bool Simulator::run_until_idle() {
   paused_ = false;
-  if (sc_core::sc_pending_activity()) sc_core::sc_start();
+  if (sc_core::sc_pending_activity()) run_simulation(nullptr);
   return std::exchange(paused_, false);
 }
 
@@ -69,7 +100,8 @@ void Simulator::run_until(Picos t) {
   const Picos abs = epoch_ps_ + t;
   const Picos cur = static_cast<Picos>(sc_core::sc_time_stamp().value());
   if (abs <= cur) return;
-  sc_core::sc_start(sc_core::sc_time(static_cast<double>(abs - cur), sc_core::SC_PS));
+  const sc_core::sc_time span(static_cast<double>(abs - cur), sc_core::SC_PS);
+  run_simulation(&span);
 }
 
 Picos Simulator::now() const { return static_cast<Picos>(sc_core::sc_time_stamp().value()) - epoch_ps_; }
