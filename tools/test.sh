@@ -60,13 +60,9 @@ done_stages+=("build")
 
 # 2. The sim layer under ASan + UBSan.
 if [[ "${MLUSIM_SKIP_SANITIZE:-0}" != 1 ]]; then
-  # LeakSanitizer is off for now. libsystemc annotates its coroutine switches for ASan but leaves
-  # the calling thread's own stack registered with wrong bounds after sc_start returns; LSan crashes
-  # at exit ("Tracer caught signal 11", "LeakSanitizer has encountered a fatal error") in about a
-  # third of the programs that ran a SystemC thread (Debian's libsystemc 2.3.4, GCC 12). Once the
-  # simulator re-registers the real stack after each sc_start, use detect_leaks=1 here.
-  # Tests are discovered with these options too, since discovery runs the test programs.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+  # LeakSanitizer is on: the simulator re-registers the thread's real stack with ASan after every
+  # sc_start (libsystemc's coroutines leave it registered with a coroutine's bounds otherwise).
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
   step "configure build-asan"
