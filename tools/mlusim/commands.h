@@ -12,5 +12,6 @@ using Command = std::function<int()>;
 
 Command add_demo_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
+Command add_tfu_command(CLI::App& app);
 
 }  // namespace mlusim::cli

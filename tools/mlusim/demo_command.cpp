@@ -125,7 +125,8 @@ Command add_demo_command(CLI::App& app) {
   cmd->add_option("-n", o->n, "columns of B and C")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "element type")->check(CLI::IsMember({"fp16", "fp32"}))->capture_default_str();
   cmd->add_flag("--timing-only", o->timing_only, "skip floating-point arithmetic (same cycles, no results)");
-  cmd->add_option("--trace", o->trace, "Chrome trace-event JSON output (empty: none)")->capture_default_str();
+  auto* trace = cmd->add_option("--trace", o->trace, "Chrome trace-event JSON output")->capture_default_str();
+  cmd->add_flag_callback("--no-trace", [o] { o->trace.clear(); }, "do not record a trace")->excludes(trace);
   cmd->add_option("--trace-level", o->trace_level, "ops: kernels, tasks, copies; intrinsics: every engine operation")
       ->check(CLI::IsMember({"ops", "intrinsics"}))
       ->capture_default_str();

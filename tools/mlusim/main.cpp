@@ -11,10 +11,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const mlusim::cli::Command demo = mlusim::cli::add_demo_command(app);
   const mlusim::cli::Command info = mlusim::cli::add_info_command(app);
+  const mlusim::cli::Command tfu = mlusim::cli::add_tfu_command(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("demo")) return demo();
     if (app.got_subcommand("info")) return info();
+    if (app.got_subcommand("tfu")) return tfu();
   } catch (const mlusim::sim::ConfigError& e) {
     std::fprintf(stderr, "mlusim: invalid config: %s\n", e.what());
     return 2;
