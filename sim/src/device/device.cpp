@@ -122,62 +122,52 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
   std::vector<FlowUse> uses;
   double latency_ns = config.dram_latency_ns;
   const double payload = static_cast<double>(std::max<std::size_t>(copy.bytes, 1));
-  std::shared_ptr<std::vector<std::uint8_t>> staging;
-  std::function<void()> land;
-  MemLevel from = MemLevel::kHost, to = MemLevel::kGdram;
+  // The path each kind takes, where its bytes come from, and where they land.
+  const std::uint8_t* src = nullptr;
+  std::uint8_t* dst = nullptr;
+  MemLevel from = MemLevel::kGdram, to = MemLevel::kGdram;
   switch (copy.kind) {
-    case Kind::kHostToDevice: {
+    case Kind::kHostToDevice:
       uses.push_back({host_to_device, 1.0});
       latency_ns += config.host_link_latency_ns;
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
-      staging = std::make_shared<std::vector<std::uint8_t>>(static_cast<const std::uint8_t*>(copy.host_src),
-                                                            static_cast<const std::uint8_t*>(copy.host_src) + copy.bytes);
-      std::uint8_t* dst = gdram.backing(copy.device_dst);
-      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
+      src = static_cast<const std::uint8_t*>(copy.host_src);
+      dst = gdram.backing(copy.device_dst);
+      from = MemLevel::kHost;
       break;
-    }
-    case Kind::kDeviceToHost: {
+    case Kind::kDeviceToHost:
       uses.push_back({device_to_host, 1.0});
       latency_ns += config.host_link_latency_ns;
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
-      const std::uint8_t* src = gdram.backing(copy.device_src);
-      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
-      void* dst = copy.host_dst;
-      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
-      from = MemLevel::kGdram;
+      src = gdram.backing(copy.device_src);
+      dst = static_cast<std::uint8_t*>(copy.host_dst);
       to = MemLevel::kHost;
       break;
-    }
-    case Kind::kDeviceToDevice: {
+    case Kind::kDeviceToDevice:
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
-      const std::uint8_t* src = gdram.backing(copy.device_src);
-      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
-      std::uint8_t* dst = gdram.backing(copy.device_dst);
-      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
-      from = MemLevel::kGdram;
+      src = gdram.backing(copy.device_src);
+      dst = gdram.backing(copy.device_dst);
       break;
-    }
-    case Kind::kToPeer: {
+    case Kind::kToPeer:  // lands in the peer's GDRAM: host_dst is its backing
       uses.push_back({mlu_link, 1.0});
       latency_ns += config.mlu_link_latency_ns;
       add_dram_uses(copy.device_src, copy.bytes, payload, uses);
-      const std::uint8_t* src = gdram.backing(copy.device_src);
-      staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
-      void* dst = copy.host_dst;
-      land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
-      from = MemLevel::kGdram;
+      src = gdram.backing(copy.device_src);
+      dst = static_cast<std::uint8_t*>(copy.host_dst);
       break;
-    }
-    case Kind::kMemset: {
+    case Kind::kMemset:
       add_dram_uses(copy.device_dst, copy.bytes, payload, uses);
-      std::uint8_t* dst = gdram.backing(copy.device_dst);
-      const std::size_t n = copy.bytes;
-      const int v = copy.memset_value;
-      land = [dst, n, v] { std::memset(dst, v, n); };
-      from = MemLevel::kGdram;
+      dst = gdram.backing(copy.device_dst);
       break;
-    }
+  }
+  // Sources are read at start (staged), destinations written at completion.
+  std::function<void()> land;
+  if (copy.kind == Kind::kMemset) {
+    land = [dst, n = copy.bytes, v = copy.memset_value] { std::memset(dst, v, n); };
+  } else {
+    auto staging = std::make_shared<std::vector<std::uint8_t>>(src, src + copy.bytes);
+    land = [staging, dst] { std::memcpy(dst, staging->data(), staging->size()); };
   }
   if (!copy.pinned && (copy.kind == Kind::kHostToDevice || copy.kind == Kind::kDeviceToHost))
     uses.push_back({pageable_staging, 1.0});
