@@ -21,9 +21,10 @@ Options:
   --help    print this help and exit
 
 Environment:
-  MLUSIM_WITH_TORCH=1   also install the PyTorch bridge / Python / browser-test packages
-                        (libtorch-dev, python3-torch, pybind11-dev, ...). Off by default
-                        until those layers are part of the build.
+  MLUSIM_WITH_TORCH=0   skip the PyTorch bridge and Python packages (libtorch-dev,
+                        python3-torch, pybind11-dev, python3-torchvision, python3-pytest).
+                        Default 1: the bridge is part of the build (cmake option
+                        MLUSIM_WITH_TORCH, default ON).
 EOF
 }
 
@@ -51,9 +52,8 @@ PACKAGES=(
   python3
 )
 
-# Later layers: the PyTorch PrivateUse1 bridge and its Python package, built-in TorchScript
-# models, Python tests, and the browser test of HTML reports. Disabled by default for now;
-# MLUSIM_WITH_TORCH=1 adds them.
+# The PyTorch PrivateUse1 bridge and its Python package, built-in TorchScript models and the
+# Python tests. Installed unless MLUSIM_WITH_TORCH=0 (match the cmake option of the same name).
 TORCH_PACKAGES=(
   # libtorch 1.13.1 (C++) and the matching Python torch
   libtorch-dev python3-torch
@@ -63,8 +63,6 @@ TORCH_PACKAGES=(
   python3-torchvision
   # Python tests
   python3-pytest
-  # Headless browser test of the HTML cycle reports
-  chromium
 )
 
 mode=install
@@ -80,7 +78,7 @@ if [[ $# -gt 1 ]]; then
   exit 2
 fi
 
-if [[ "${MLUSIM_WITH_TORCH:-0}" == 1 ]]; then
+if [[ "${MLUSIM_WITH_TORCH:-1}" != 0 ]]; then
   PACKAGES+=("${TORCH_PACKAGES[@]}")
 fi
 

@@ -1,0 +1,131 @@
+// The torch-free C++ API of the PyTorch bridge (libmlusim_torch.so): what torch_mlu (the Python
+// package) and C++ programs (the mlusim CLI, libtorch users) call besides ATen itself. It
+// includes no torch header, so code using it compiles fast.
+//
+// Devices are the simulated MLUs of the loaded config, seen by torch as "privateuseone:<i>".
+// Queues (the c10 streams of this device) are named by (device, id): id 0 is the device's
+// default queue (CNRT's NULL queue), ids 1..kQueuePoolSize a pool of queues created on first
+// use, handed out round robin as torch.cuda hands out its pool streams.
+//
+// Errors are thrown as std::runtime_error (std::invalid_argument for bad arguments) with a
+// sentence naming the call and, for driver failures, the cnrt error and the driver's message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cnrt.h>
+
+namespace mlusim::bridge {
+
+// Returns true. The backend registers itself when the library is loaded; calling init() from a
+// program also keeps the library linked where --as-needed would drop it.
+bool init();
+
+// ---- devices -------------------------------------------------------------------------------
+int device_count();  // 0 when the runtime cannot start (as torch requires; no exception)
+struct DeviceProperties {
+  std::string name;                  // "MLU (mlusim <config>)"
+  std::uint64_t total_memory = 0;    // bytes of DRAM
+  int clusters = 0, cores_per_cluster = 0;
+  double core_clock_mhz = 0;
+  int major = 0, minor = 0;          // compute capability (3.0: MLU300 class)
+};
+DeviceProperties device_properties(int device = -1);
+int current_device();
+void set_device(int device);
+// Waits for all work queued on every queue of `device` (-1: the current device).
+void synchronize(int device = -1);
+
+// ---- queues (c10 streams) ------------------------------------------------------------------
+constexpr int kQueuePoolSize = 32;
+std::int64_t current_queue_id(int device = -1);
+void set_current_queue_id(int device, std::int64_t id);
+// The next pool queue of `device`, round robin (torch.cuda.Stream() semantics).
+std::int64_t next_pool_queue_id(int device = -1);
+// The CNRT handle of a queue (NULL for id 0); created on first use.
+cnrtQueue_t queue_handle(int device, std::int64_t id);
+// c10::Stream(PrivateUse1, device, id).pack(): what torch.Stream(_cdata=...) stores.
+std::uint64_t pack_stream(int device, std::int64_t id);
+// The inverse: {device, id}.
+std::pair<int, std::int64_t> unpack_stream(std::uint64_t packed);
+bool query_queue(int device, std::int64_t id);        // all queued work finished?
+void synchronize_queue(int device, std::int64_t id);  // wait for it
+
+// ---- notifiers (events) --------------------------------------------------------------------
+// Handles are CNRT notifiers as integers. A notifier lives on the device it was created on.
+std::uintptr_t notifier_create(int device, bool enable_timing);
+void notifier_destroy(std::uintptr_t notifier) noexcept;  // errors (e.g. a stale handle) ignored
+void notifier_record(std::uintptr_t notifier, int device, std::int64_t queue_id);
+bool notifier_query(std::uintptr_t notifier);
+void notifier_synchronize(std::uintptr_t notifier);
+// Simulated milliseconds from start's to end's completion (both recorded and completed).
+double notifier_elapsed_ms(std::uintptr_t start, std::uintptr_t end);
+// Work queued on the queue after this call waits for the notifier's last record.
+void queue_wait_notifier(int device, std::int64_t queue_id, std::uintptr_t notifier);
+
+// ---- memory (the caching allocator) --------------------------------------------------------
+// torch.cuda.memory_stats' flat keys, sorted. Devices never used give all zeros.
+std::vector<std::pair<std::string, std::int64_t>> memory_stats(int device);
+void reset_peak_memory_stats(int device);
+void reset_accumulated_memory_stats(int device);
+void empty_cache();
+// MLU_ALLOC_CONF syntax; set_ replaces all settings (keys not named return to defaults).
+std::string allocator_settings();
+void set_allocator_settings(const std::string& conf);
+void set_memory_fraction(double fraction, int device);
+// torch.cuda.memory_snapshot() as JSON: a list of segments with their blocks.
+std::string memory_snapshot_json();
+// {free, total} bytes of the device's DRAM (cnrtMemGetInfo).
+std::pair<std::size_t, std::size_t> mem_get_info(int device);
+// Blocks handed out by the caching allocator and not freed, over all devices.
+std::size_t live_allocations();
+
+// Checks MLU_ALLOC_CONF, MLU_NO_MEMORY_CACHING and TORCH_MLU_CPU_FALLBACK without starting the
+// runtime; throws with a message naming the variable for a bad value.
+void check_environment();
+
+// ---- CPU fallback --------------------------------------------------------------------------
+// Off by default (an op without a device kernel raises); TORCH_MLU_CPU_FALLBACK=1 or this call
+// turns it on: such ops then run on the CPU, with one warning per op, and are counted.
+void set_cpu_fallback(bool enabled);
+bool cpu_fallback_enabled();
+std::vector<std::pair<std::string, std::uint64_t>> cpu_fallback_counts();  // "aten::op.overload" -> calls
+void reset_cpu_fallback_counts();
+
+// ---- random --------------------------------------------------------------------------------
+// The device generators (one per device) that device random ops use: a Philox-style
+// (seed, offset) pair. manual_seed seeds every device and restarts the offsets.
+constexpr std::uint64_t kDefaultSeed = 67280421310721ull;  // torch's default_rng_seed_val
+void manual_seed(std::uint64_t seed);
+void manual_seed_device(int device, std::uint64_t seed);
+std::uint64_t initial_seed(int device = -1);
+// Reserves `count` random numbers on `device`: returns {seed, first offset}.
+std::pair<std::uint64_t, std::uint64_t> reserve_random(int device, std::uint64_t count);
+
+// ---- configs, traces, reports --------------------------------------------------------------
+// Replaces the simulated system (mlusimLoadConfigWithOverrides), e.g. ("tiny", {"devices=2"}).
+// Refuses while device tensors are alive (they would point into the old system's freed memory);
+// empties the allocator cache first. Queues and notifiers of the old system become invalid.
+void load_config(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
+std::string config_name();
+// Trace capture: level 1 = ops (kernels, copies, allocator events and counters), 2 = + intrinsics.
+void trace_begin(int level);
+void trace_end();
+// Writes the driver's trace and adds the allocator's events (track "allocator", counters
+// "memory reserved (bytes)" and "torch allocated (bytes)") to it.
+void trace_write(const std::string& path);
+// The cycle report of `device` (-1: current): kernels, engines, memory traffic (driver
+// statistics since the last reset_stats), allocator statistics and CPU-fallback ops.
+std::string cycle_report(int device = -1);
+std::string cycle_report_json(int device = -1);
+// The driver's statistics of `device` (mlusimDeviceStats_t's scalar fields: elapsed_ns, kernels,
+// allocated_bytes, peak_allocated_bytes, live_allocations, ...).
+std::vector<std::pair<std::string, double>> device_stats(int device = -1);
+// Starts a new statistics epoch on the device (mlusimResetStats) and clears fallback counts.
+void reset_stats(int device = -1);
+
+}  // namespace mlusim::bridge

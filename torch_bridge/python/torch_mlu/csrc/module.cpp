@@ -1,0 +1,105 @@
+// torch_mlu._C: the pybind11 bindings of mlusim/torch/api.h. No torch headers: tensors never
+// cross this boundary (they go through torch's own bindings and the dispatcher); streams cross
+// as (device, id) or as c10::Stream::pack() values that torch.Stream(_cdata=...) understands.
+// Loading this module loads libmlusim_torch.so, which registers the backend.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "mlusim/torch/api.h"
+
+namespace py = pybind11;
+namespace b = mlusim::bridge;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "mlusim PyTorch backend (PrivateUse1) bindings; use the torch_mlu package";
+  // The driver runtime starts lazily, on the first call that needs a device.
+
+  // devices
+  m.def("device_count", &b::device_count);
+  m.def("current_device", &b::current_device);
+  m.def("device_properties", [](int device) {
+    const b::DeviceProperties p = b::device_properties(device);
+    py::dict d;
+    d["name"] = p.name;
+    d["total_memory"] = p.total_memory;
+    d["clusters"] = p.clusters;
+    d["cores_per_cluster"] = p.cores_per_cluster;
+    d["core_clock_mhz"] = p.core_clock_mhz;
+    d["major"] = p.major;
+    d["minor"] = p.minor;
+    return d;
+  }, py::arg("device") = -1);
+  m.def("check_environment", &b::check_environment);
+  m.def("set_device", &b::set_device, py::arg("device"));
+  m.def("synchronize", &b::synchronize, py::arg("device") = -1, py::call_guard<py::gil_scoped_release>());
+
+  // queues
+  m.attr("QUEUE_POOL_SIZE") = b::kQueuePoolSize;
+  m.def("current_queue_id", &b::current_queue_id, py::arg("device") = -1);
+  m.def("set_current_queue_id", &b::set_current_queue_id, py::arg("device"), py::arg("id"));
+  m.def("next_pool_queue_id", &b::next_pool_queue_id, py::arg("device") = -1);
+  m.def("queue_handle", [](int device, std::int64_t id) { return reinterpret_cast<std::uintptr_t>(b::queue_handle(device, id)); });
+  m.def("pack_stream", &b::pack_stream, py::arg("device"), py::arg("id"));
+  m.def("unpack_stream", &b::unpack_stream, py::arg("packed"));
+  m.def("query_queue", &b::query_queue, py::arg("device"), py::arg("id"));
+  m.def("synchronize_queue", &b::synchronize_queue, py::arg("device"), py::arg("id"),
+        py::call_guard<py::gil_scoped_release>());
+
+  // notifiers
+  m.def("notifier_create", &b::notifier_create, py::arg("device"), py::arg("enable_timing"));
+  m.def("notifier_destroy", &b::notifier_destroy, py::arg("notifier"));
+  m.def("notifier_record", &b::notifier_record, py::arg("notifier"), py::arg("device"), py::arg("queue_id"));
+  m.def("notifier_query", &b::notifier_query, py::arg("notifier"));
+  m.def("notifier_synchronize", &b::notifier_synchronize, py::arg("notifier"), py::call_guard<py::gil_scoped_release>());
+  m.def("notifier_elapsed_ms", &b::notifier_elapsed_ms, py::arg("start"), py::arg("end"));
+  m.def("queue_wait_notifier", &b::queue_wait_notifier, py::arg("device"), py::arg("queue_id"), py::arg("notifier"));
+
+  // memory
+  m.def("memory_stats", [](int device) {
+    py::dict d;
+    for (const auto& [k, v] : b::memory_stats(device)) d[py::str(k)] = v;
+    return d;
+  }, py::arg("device") = -1);
+  m.def("reset_peak_memory_stats", &b::reset_peak_memory_stats, py::arg("device") = -1);
+  m.def("reset_accumulated_memory_stats", &b::reset_accumulated_memory_stats, py::arg("device") = -1);
+  m.def("empty_cache", &b::empty_cache, py::call_guard<py::gil_scoped_release>());
+  m.def("allocator_settings", &b::allocator_settings);
+  m.def("set_allocator_settings", &b::set_allocator_settings, py::arg("conf"));
+  m.def("set_memory_fraction", &b::set_memory_fraction, py::arg("fraction"), py::arg("device") = -1);
+  m.def("memory_snapshot_json", &b::memory_snapshot_json);
+  m.def("mem_get_info", &b::mem_get_info, py::arg("device") = -1);
+  m.def("live_allocations", &b::live_allocations);
+
+  // CPU fallback
+  m.def("set_cpu_fallback", &b::set_cpu_fallback, py::arg("enabled"));
+  m.def("cpu_fallback_enabled", &b::cpu_fallback_enabled);
+  m.def("cpu_fallback_counts", [] {
+    py::dict d;
+    for (const auto& [k, v] : b::cpu_fallback_counts()) d[py::str(k)] = v;
+    return d;
+  });
+  m.def("reset_cpu_fallback_counts", &b::reset_cpu_fallback_counts);
+
+  // random
+  m.attr("DEFAULT_SEED") = b::kDefaultSeed;
+  m.def("manual_seed", &b::manual_seed, py::arg("seed"));
+  m.def("manual_seed_device", &b::manual_seed_device, py::arg("device"), py::arg("seed"));
+  m.def("initial_seed", &b::initial_seed, py::arg("device") = -1);
+  m.def("reserve_random", &b::reserve_random, py::arg("device"), py::arg("count"));
+
+  // configs, traces, reports
+  m.def("load_config", &b::load_config, py::arg("name"), py::arg("overrides") = std::vector<std::string>{},
+        py::call_guard<py::gil_scoped_release>());
+  m.def("config_name", &b::config_name);
+  m.def("trace_begin", &b::trace_begin, py::arg("level"));
+  m.def("trace_end", &b::trace_end);
+  m.def("trace_write", &b::trace_write, py::arg("path"));
+  m.def("cycle_report", &b::cycle_report, py::arg("device") = -1);
+  m.def("cycle_report_json", &b::cycle_report_json, py::arg("device") = -1);
+  m.def("reset_stats", &b::reset_stats, py::arg("device") = -1);
+  m.def("device_stats", [](int device) {
+    py::dict d;
+    for (const auto& [k, v] : b::device_stats(device)) d[py::str(k)] = v;
+    return d;
+  }, py::arg("device") = -1);
+}

@@ -1,0 +1,74 @@
+"""The simulator's side: configs, traces, statistics and the cycle report."""
+
+import contextlib
+import gc
+import json
+import os
+
+from . import _C
+
+_TRACE_LEVELS = {"ops": 1, "intrinsics": 2}
+
+
+def _index(device):
+    from . import _device_index
+
+    return _device_index(device)
+
+
+def load_config(name="mlu370-x4", overrides=None):
+    """Replaces the simulated system by the preset or YAML file `name`, with `overrides`
+    ({"devices": 2} or ["devices=2"]). Device tensors must be gone first (it raises otherwise:
+    they would point into the old system's memory); unreachable ones are collected here. Queues
+    and notifiers of the old system become invalid; statistics restart."""
+    if isinstance(overrides, dict):
+        overrides = [f"{k}={v}" for k, v in overrides.items()]
+    gc.collect()
+    _C.load_config(str(name), list(overrides or []))
+
+
+def config_name():
+    """The loaded config's name."""
+    return _C.config_name()
+
+
+@contextlib.contextmanager
+def trace(path, level="ops"):
+    """Records a timeline while the block runs and writes it to `path` (Chrome trace-event JSON;
+    open in Perfetto): kernels, copies, queue operations and, from the caching allocator, malloc /
+    free / segment events with "memory reserved" and "torch allocated" counters. level="intrinsics"
+    adds every engine intrinsic (large). All devices are synchronised before the trace is written."""
+    if level not in _TRACE_LEVELS:
+        raise ValueError(f"trace level must be one of {sorted(_TRACE_LEVELS)}, got {level!r}")
+    _C.trace_begin(_TRACE_LEVELS[level])
+    try:
+        yield
+    finally:
+        try:
+            for d in range(_C.device_count()):
+                _C.synchronize(d)
+        finally:
+            _C.trace_end()
+            _C.trace_write(os.fspath(path))
+
+
+def cycle_report(device=None, format="text"):
+    """The cycle report of the device since the last reset_stats(): kernels (cycles, share),
+    engine utilisation, memory traffic per level, the caching allocator's statistics and the ops
+    that ran on the CPU fallback. format="json" returns a dict."""
+    if format == "text":
+        return _C.cycle_report(_index(device))
+    if format == "json":
+        return json.loads(_C.cycle_report_json(_index(device)))
+    raise ValueError(f"format must be 'text' or 'json', got {format!r}")
+
+
+def reset_stats(device=None):
+    """Starts a new statistics epoch on the device and clears the CPU-fallback counts."""
+    _C.reset_stats(_index(device))
+
+
+def device_stats(device=None):
+    """The driver's statistics of the device: elapsed_ns, kernels, allocated_bytes (live
+    cnrtMalloc bytes), peak_allocated_bytes, live_allocations, host/GDRAM traffic."""
+    return dict(_C.device_stats(_index(device)))

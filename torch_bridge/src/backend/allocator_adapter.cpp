@@ -1,0 +1,195 @@
+// The c10::Allocator of PrivateUse1 over the caching allocator core (CUDA twin:
+// c10/cuda/CUDACachingAllocator.cpp's NativeCachingAllocator), the pinned host allocator over
+// cnrtHostMalloc (CUDA twin: at::cuda::getPinnedMemoryAllocator), and the memory part of api.h.
+// c10 headers only.
+#include <atomic>
+#include <mutex>
+
+#include <c10/core/Allocator.h>
+#include <c10/util/Exception.h>
+#include <mlusim_ext.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/internal.h"
+#include "mlusim/torch/api.h"
+#include "mlusim/torch/device.h"
+
+namespace mlusim::bridge {
+namespace {
+
+std::atomic<CachingAllocator*> g_allocator{nullptr};
+std::mutex g_allocator_init_mu;
+
+// The DataPtr context is the allocator's block handle (not the device pointer): a handle from
+// before a fork or a config reload is recognised as stale and ignored.
+void release_block(void* handle) {
+  if (CachingAllocator* a = g_allocator.load(std::memory_order_acquire)) a->release(handle);
+}
+
+CachingAllocator& allocator_or_torch_error() {
+  try {
+    return caching_allocator();
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(Error, e.what());
+  }
+}
+
+struct DeviceAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(std::size_t n) const override {
+    CachingAllocator& a = allocator_or_torch_error();
+    const int device = current_device();
+    CachingAllocator::Allocation block;
+    if (n > 0) {
+      cnrtQueue_t queue = current_queue(device);
+      try {
+        block = a.allocate(device, n, queue);
+      } catch (const OutOfMemoryError& e) {
+        C10_THROW_ERROR(OutOfMemoryError, e.what());
+      } catch (const std::exception& e) {
+        C10_THROW_ERROR(Error, e.what());
+      }
+    }
+    return {block.ptr, block.handle, &release_block, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(device))};
+  }
+  // raw_allocate/raw_deallocate need context == pointer, which these blocks do not have.
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+};
+
+void free_pinned(void* ptr) {
+  if (ptr && cnrtFreeHost(ptr) != cnrtSuccess) cnrtGetLastError();  // e.g. after the runtime shut down
+}
+
+struct PinnedHostAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(std::size_t n) const override {
+    ensure_started();
+    void* ptr = nullptr;
+    if (n > 0) {
+      const cnrtRet_t ret = cnrtHostMalloc(&ptr, n);
+      if (ret != cnrtSuccess) C10_THROW_ERROR(Error, cnrt_message(ret, "cnrtHostMalloc"));
+    }
+    return {ptr, ptr, &free_pinned, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
+};
+
+DeviceAllocator g_device_allocator;
+PinnedHostAllocator g_pinned_allocator;
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_device_allocator);
+
+// -1 = the current device; anything else must exist.
+int checked_device(int device) {
+  if (device < 0) return current_device();
+  if (device >= device_count())
+    throw std::invalid_argument("MLU device " + std::to_string(device) + " does not exist (the config has " +
+                                std::to_string(device_count()) + " device(s))");
+  return device;
+}
+
+const char* block_state(const BlockInfo& b) {
+  if (b.allocated) return "active_allocated";
+  if (b.active) return "active_pending_free";
+  return "inactive";
+}
+
+}  // namespace
+
+// ---- internal.h ---------------------------------------------------------------------------------
+
+CachingAllocator* caching_allocator_if_created() { return g_allocator.load(std::memory_order_acquire); }
+
+CachingAllocator& caching_allocator() {
+  if (CachingAllocator* a = g_allocator.load(std::memory_order_acquire)) return *a;
+  std::lock_guard<std::mutex> lock(g_allocator_init_mu);
+  if (CachingAllocator* a = g_allocator.load()) return *a;
+  auto* a = new CachingAllocator(AllocatorConfig::from_environment());  // never deleted
+  a->set_event_sink(&trace_recorder_add);
+  ensure_started();  // fork/exit handlers see the allocator from now on
+  g_allocator.store(a, std::memory_order_release);
+  return *a;
+}
+
+// ---- device.h ------------------------------------------------------------------------------------
+
+c10::Allocator* device_allocator() { return &g_device_allocator; }
+c10::Allocator* pinned_host_allocator() { return &g_pinned_allocator; }
+
+bool is_pinned_host_pointer(const void* ptr) {
+  if (!ptr) return false;
+  ensure_started();
+  cnrtPointerAttributes_t attr{};
+  if (cnrtPointerGetAttributes(&attr, ptr) != cnrtSuccess) {
+    cnrtGetLastError();
+    return false;
+  }
+  return attr.type == cnrtMemTypeHost;
+}
+
+void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
+  if (!data_ptr.get()) return;
+  allocator_or_torch_error().record_stream(data_ptr.get(), queue_of(stream));
+}
+
+// ---- api.h: memory ------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, std::int64_t>> memory_stats(int device) {
+  return caching_allocator().stats(checked_device(device)).flatten();
+}
+
+void reset_peak_memory_stats(int device) { caching_allocator().reset_peak_stats(checked_device(device)); }
+
+void reset_accumulated_memory_stats(int device) {
+  caching_allocator().reset_accumulated_stats(checked_device(device));
+}
+
+void empty_cache() {
+  if (CachingAllocator* a = caching_allocator_if_created()) a->empty_cache();
+}
+
+std::string allocator_settings() { return caching_allocator().config().str(); }
+
+void set_allocator_settings(const std::string& conf) { caching_allocator().set_config(AllocatorConfig::parse(conf)); }
+
+void set_memory_fraction(double fraction, int device) {
+  caching_allocator().set_memory_fraction(fraction, checked_device(device));
+}
+
+std::string memory_snapshot_json() {
+  nlohmann::json segments = nlohmann::json::array();
+  for (const SegmentInfo& s : caching_allocator().snapshot()) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const BlockInfo& b : s.blocks) blocks.push_back({{"size", b.size}, {"state", block_state(b)}});
+    segments.push_back({{"device", s.device},
+                        {"address", s.address},
+                        {"total_size", s.total_size},
+                        {"allocated_size", s.allocated_size},
+                        {"active_size", s.active_size},
+                        {"stream", reinterpret_cast<std::uintptr_t>(s.queue)},
+                        {"segment_type", s.large ? "large" : "small"},
+                        {"blocks", blocks}});
+  }
+  return segments.dump();
+}
+
+std::pair<std::size_t, std::size_t> mem_get_info(int device) {
+  ScopedDevice scope(checked_device(device));
+  std::size_t free_bytes = 0, total = 0;
+  check(cnrtMemGetInfo(&free_bytes, &total), "cnrtMemGetInfo");
+  return {free_bytes, total};
+}
+
+void check_environment() {
+  try {
+    AllocatorConfig::from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(e.what()) + " (see torch_bridge/README.md)");
+  }
+  cpu_fallback_enabled();
+}
+
+std::size_t live_allocations() {
+  CachingAllocator* a = caching_allocator_if_created();
+  return a ? a->live_allocations() : 0;
+}
+
+}  // namespace mlusim::bridge

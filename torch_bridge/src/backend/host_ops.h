@@ -1,0 +1,27 @@
+// The host halves of transfers and the CPU fallback entry points. Implemented in fallback.cpp,
+// the only file of the bridge that calls CPU operators: everything here works on CPU tensors
+// (staging host data for a copy, pinning) or is the explicit CPU fallback.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace mlusim::bridge::host {
+
+// A CPU tensor with the given sizes and strides (dense) and dtype holding `src` (a CPU tensor,
+// broadcast to `sizes` and converted as copy_ converts).
+at::Tensor stage(const at::Tensor& src, at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype);
+// An uninitialised CPU tensor (sizes, strides, dtype).
+at::Tensor empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, at::ScalarType dtype);
+// The CPU view (sizes, strides, storage_offset) over the storage of CPU tensor `buffer`.
+at::Tensor view(const at::Tensor& buffer, at::IntArrayRef sizes, at::IntArrayRef strides, std::int64_t storage_offset);
+// dst.copy_(src) for CPU tensors.
+void copy(const at::Tensor& dst, const at::Tensor& src);
+// A copy of CPU tensor `self` in pinned host memory (same sizes and strides where dense).
+at::Tensor pin(const at::Tensor& self);
+
+// The CPU fallback for ops the device handles only in part (e.g. fill_ with values that are not
+// a byte pattern): raises by default, runs on the CPU when the fallback is enabled.
+void fallback_fill_(const at::Tensor& self, const at::Scalar& value);
+void fallback_zero_(const at::Tensor& self);
+
+}  // namespace mlusim::bridge::host

@@ -1,0 +1,54 @@
+// Internals shared by the backend's translation units (no torch headers here).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlusim/torch/caching_allocator.h"
+
+namespace mlusim::bridge {
+
+// Starts the driver runtime and installs the fork and exit handlers (once per process; after the
+// driver's own, so that ours run first at fork and exit).
+void ensure_started();
+
+// The process's caching allocator, created on first use from MLU_ALLOC_CONF /
+// MLU_NO_MEMORY_CACHING (std::invalid_argument for bad settings). Never destroyed.
+CachingAllocator& caching_allocator();
+CachingAllocator* caching_allocator_if_created();
+
+// "<what> failed: <name>: <driver message>", and the thread's last error cleared.
+std::string cnrt_message(cnrtRet_t ret, const char* what);
+void check(cnrtRet_t ret, const char* what);  // throws std::runtime_error
+
+// Runs the calling thread's driver calls for `device` in a scope (restores the previous device).
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_;
+};
+
+// Forgets the queue pool, the per-thread device and queue caches (after a config reload or in a
+// fork child: every handle of the old runtime is invalid).
+void reset_runtime_state();
+
+// ---- traces (report.cpp) --------------------------------------------------------------------
+void trace_recorder_begin();
+void trace_recorder_end();
+void trace_recorder_clear();        // stops recording and drops the events
+void trace_recorder_drop_events();  // drops the events, recording goes on (config reload)
+void trace_recorder_add(const AllocatorEvent& event);  // called from the allocator's sink
+// Adds the recorded allocator events to a trace file the driver wrote.
+void trace_merge_allocator_events(const std::string& path);
+
+// ---- CPU fallback counts (fallback.cpp) ------------------------------------------------------
+std::vector<std::pair<std::string, std::uint64_t>> fallback_counts_snapshot();
+
+}  // namespace mlusim::bridge

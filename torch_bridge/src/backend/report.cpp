@@ -1,0 +1,437 @@
+// Traces (the driver's timeline plus the caching allocator's events and memory counters) and the
+// cycle report of the torch bridge (driver statistics and kernel records, allocator statistics,
+// CPU-fallback ops). No torch headers.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <mlusim_ext.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/internal.h"
+#include "mlusim/torch/api.h"
+
+namespace mlusim::bridge {
+namespace {
+
+// ---- allocator events for traces ---------------------------------------------------------------
+
+struct RecordedEvent {
+  AllocatorEvent event;
+  std::uint64_t ts_ps;  // the allocating thread's simulated host clock
+};
+
+std::atomic<bool> g_recording{false};
+std::mutex g_trace_mu;
+std::vector<RecordedEvent> g_events;
+
+const char* event_name(AllocatorEventKind k) {
+  switch (k) {
+    case AllocatorEventKind::kMalloc: return "malloc";
+    case AllocatorEventKind::kFree: return "free";
+    case AllocatorEventKind::kSegmentAlloc: return "segment alloc (cnrtMalloc)";
+    case AllocatorEventKind::kSegmentFree: return "segment free (cnrtFree)";
+    case AllocatorEventKind::kOutOfMemory: return "out of memory";
+  }
+  return "?";
+}
+
+// Picoseconds as the exact decimal of microseconds ("1.234567", "1.5", "2").
+std::string micros(std::uint64_t ps) {
+  std::string s = std::to_string(ps / 1000000);
+  std::uint64_t frac = ps % 1000000;
+  if (frac) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%06llu", static_cast<unsigned long long>(frac));
+    std::string f = buf;
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    s += "." + f;
+  }
+  return s;
+}
+
+std::string hex(std::uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// ---- cycle report ----------------------------------------------------------------------------------
+
+struct KernelSummary {
+  std::string name;
+  std::uint64_t launches = 0, cycles = 0, macs = 0, vector_elements = 0, faulted = 0;
+  double time_ns = 0;
+};
+
+struct ReportData {
+  int device = 0;
+  std::string config;
+  mlusimDeviceStats_t stats{};
+  double host_ns = 0;
+  unsigned clusters = 0, cores_per_cluster = 0;
+  double clock_mhz = 0;
+  std::vector<KernelSummary> kernels;  // by cycles, descending
+  std::uint64_t kernel_cycles = 0;
+  DeviceStats allocator;
+  std::vector<std::pair<std::string, std::uint64_t>> fallback;
+};
+
+ReportData collect(int device) {
+  ensure_started();
+  ReportData r;
+  r.device = device < 0 ? current_device() : device;
+  r.config = config_name();
+  check(mlusimGetDeviceStats(r.device, &r.stats), "mlusimGetDeviceStats");
+  if (mlusimGetHostTime(&r.host_ns) != cnrtSuccess) cnrtGetLastError();
+  cnrtDeviceProp_t prop{};
+  check(cnrtGetDeviceProperties(&prop, r.device), "cnrtGetDeviceProperties");
+  r.clusters = static_cast<unsigned>(prop.clusterCount);
+  r.cores_per_cluster = static_cast<unsigned>(prop.McorePerCluster);
+  r.clock_mhz = prop.ipuClockRate / 1000.0;
+  std::size_t count = 0;
+  check(mlusimGetKernelRecordCount(r.device, &count), "mlusimGetKernelRecordCount");
+  std::map<std::string, KernelSummary> by_name;
+  for (std::size_t i = 0; i < count; ++i) {
+    mlusimKernelRecord_t k{};
+    check(mlusimGetKernelRecord(r.device, i, &k), "mlusimGetKernelRecord");
+    KernelSummary& s = by_name[k.name];
+    s.name = k.name;
+    ++s.launches;
+    s.cycles += k.cycles;
+    s.macs += k.macs;
+    s.vector_elements += k.vector_elements;
+    s.time_ns += k.end_ns - k.start_ns;
+    s.faulted += k.faulted ? 1 : 0;
+    r.kernel_cycles += k.cycles;
+  }
+  for (auto& [name, s] : by_name) r.kernels.push_back(s);
+  std::sort(r.kernels.begin(), r.kernels.end(),
+            [](const KernelSummary& a, const KernelSummary& b) { return a.cycles != b.cycles ? a.cycles > b.cycles : a.name < b.name; });
+  r.allocator = caching_allocator().stats(r.device);
+  r.fallback = fallback_counts_snapshot();
+  return r;
+}
+
+const char* const kEngineNames[MLUSIM_ENGINE_COUNT] = {"scalar", "VFU", "TFU", "IO-DMA", "Move-DMA", "MemCore-DMA"};
+const char* const kLevelNames[MLUSIM_MEM_LEVEL_COUNT] = {"host", "GDRAM", "SRAM", "NRAM", "WRAM"};
+
+double engine_instances(const ReportData& r, int engine) {
+  return engine == 5 ? r.clusters : static_cast<double>(r.clusters) * r.cores_per_cluster;
+}
+
+std::string human_bytes(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+  return buf;
+}
+
+std::string format_text(const ReportData& r) {
+  std::ostringstream o;
+  char line[512];
+  const mlusimDeviceStats_t& s = r.stats;
+  std::snprintf(line, sizeof line, "mlusim cycle report (torch_mlu): device %d, config %s, %u clusters x %u cores @ %.0f MHz\n",
+                r.device, r.config.c_str(), r.clusters, r.cores_per_cluster, r.clock_mhz);
+  o << line;
+  std::snprintf(line, sizeof line, "simulated time %.3f us (device), host clock %.3f us, %llu kernel launches (%llu faulted)\n\n",
+                s.elapsed_ns / 1e3, r.host_ns / 1e3, static_cast<unsigned long long>(s.kernels),
+                static_cast<unsigned long long>(s.faulted_kernels));
+  o << line;
+
+  o << "kernels\n";
+  std::snprintf(line, sizeof line, "  %-32s %8s %14s %7s %12s %14s %14s\n", "name", "launches", "cycles", "share", "time us",
+                "MACs", "vector elems");
+  o << line;
+  if (r.kernels.empty()) o << "  (none)\n";
+  for (const KernelSummary& k : r.kernels) {
+    const double share = r.kernel_cycles ? 100.0 * double(k.cycles) / double(r.kernel_cycles) : 0.0;
+    std::snprintf(line, sizeof line, "  %-32s %8llu %14llu %6.1f%% %12.3f %14llu %14llu%s\n", k.name.c_str(),
+                  static_cast<unsigned long long>(k.launches), static_cast<unsigned long long>(k.cycles), share,
+                  k.time_ns / 1e3, static_cast<unsigned long long>(k.macs),
+                  static_cast<unsigned long long>(k.vector_elements), k.faulted ? "  FAULTED" : "");
+    o << line;
+  }
+
+  o << "\nengines\n";
+  std::snprintf(line, sizeof line, "  %-12s %14s %12s %14s %12s\n", "engine", "busy us", "utilisation", "intrinsics", "cycles");
+  o << line;
+  for (int e = 0; e < MLUSIM_ENGINE_COUNT; ++e) {
+    const double denom = engine_instances(r, e) * s.elapsed_ns;
+    const double util = denom > 0 ? 100.0 * s.engine_busy_ns[e] / denom : 0.0;
+    std::snprintf(line, sizeof line, "  %-12s %14.3f %11.2f%% %14llu %12llu\n", kEngineNames[e], s.engine_busy_ns[e] / 1e3,
+                  util, static_cast<unsigned long long>(s.engine_intrinsics[e]),
+                  static_cast<unsigned long long>(s.engine_cycles[e]));
+    o << line;
+  }
+
+  o << "\nmemory traffic\n";
+  std::snprintf(line, sizeof line, "  %-8s %16s %16s\n", "level", "read", "written");
+  o << line;
+  for (int l = 0; l < MLUSIM_MEM_LEVEL_COUNT; ++l) {
+    std::snprintf(line, sizeof line, "  %-8s %16s %16s\n", kLevelNames[l], human_bytes(double(s.read_bytes[l])).c_str(),
+                  human_bytes(double(s.write_bytes[l])).c_str());
+    o << line;
+  }
+
+  const DeviceStats& a = r.allocator;
+  o << "\ndevice memory (caching allocator)\n";
+  std::snprintf(line, sizeof line, "  %-24s %14s %14s\n", "", "current", "peak");
+  o << line;
+  auto row = [&](const char* name, const Stat& st, bool bytes) {
+    if (bytes)
+      std::snprintf(line, sizeof line, "  %-24s %14s %14s\n", name, human_bytes(double(st.current)).c_str(),
+                    human_bytes(double(st.peak)).c_str());
+    else
+      std::snprintf(line, sizeof line, "  %-24s %14lld %14lld\n", name, static_cast<long long>(st.current),
+                    static_cast<long long>(st.peak));
+    o << line;
+  };
+  row("allocated", a.allocated_bytes[kAggregateStat], true);
+  row("reserved", a.reserved_bytes[kAggregateStat], true);
+  row("active", a.active_bytes[kAggregateStat], true);
+  row("non-releasable", a.inactive_split_bytes[kAggregateStat], true);
+  row("allocations", a.allocation[kAggregateStat], false);
+  row("segments", a.segment[kAggregateStat], false);
+  std::snprintf(line, sizeof line,
+                "  driver mallocs %lld, driver frees %lld, alloc retries %lld, OOMs %lld; driver live %s (peak %s)\n",
+                static_cast<long long>(a.num_device_alloc), static_cast<long long>(a.num_device_free),
+                static_cast<long long>(a.num_alloc_retries), static_cast<long long>(a.num_ooms),
+                human_bytes(double(s.allocated_bytes)).c_str(), human_bytes(double(s.peak_allocated_bytes)).c_str());
+  o << line;
+
+  o << "\nCPU fallback ops (not simulated)\n";
+  if (r.fallback.empty()) o << "  (none)\n";
+  for (const auto& [name, calls] : r.fallback) {
+    std::snprintf(line, sizeof line, "  %-48s %10llu calls\n", name.c_str(), static_cast<unsigned long long>(calls));
+    o << line;
+  }
+  return o.str();
+}
+
+nlohmann::json format_json(const ReportData& r) {
+  const mlusimDeviceStats_t& s = r.stats;
+  nlohmann::json j;
+  j["device"] = r.device;
+  j["config"] = r.config;
+  j["elapsed_ns"] = s.elapsed_ns;
+  j["host_ns"] = r.host_ns;
+  j["kernel_launches"] = s.kernels;
+  j["faulted_kernels"] = s.faulted_kernels;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelSummary& k : r.kernels)
+    kernels.push_back({{"name", k.name},
+                       {"launches", k.launches},
+                       {"cycles", k.cycles},
+                       {"share", r.kernel_cycles ? double(k.cycles) / double(r.kernel_cycles) : 0.0},
+                       {"time_ns", k.time_ns},
+                       {"macs", k.macs},
+                       {"vector_elements", k.vector_elements},
+                       {"faulted", k.faulted}});
+  j["kernels"] = kernels;
+  nlohmann::json engines = nlohmann::json::object();
+  for (int e = 0; e < MLUSIM_ENGINE_COUNT; ++e) {
+    const double denom = engine_instances(r, e) * s.elapsed_ns;
+    engines[kEngineNames[e]] = {{"busy_ns", s.engine_busy_ns[e]},
+                                {"utilisation", denom > 0 ? s.engine_busy_ns[e] / denom : 0.0},
+                                {"intrinsics", s.engine_intrinsics[e]},
+                                {"cycles", s.engine_cycles[e]}};
+  }
+  j["engines"] = engines;
+  nlohmann::json traffic = nlohmann::json::object();
+  for (int l = 0; l < MLUSIM_MEM_LEVEL_COUNT; ++l)
+    traffic[kLevelNames[l]] = {{"read_bytes", s.read_bytes[l]}, {"write_bytes", s.write_bytes[l]}};
+  j["memory_traffic"] = traffic;
+  nlohmann::json alloc = nlohmann::json::object();
+  for (const auto& [k, v] : r.allocator.flatten()) alloc[k] = v;
+  j["allocator"] = alloc;
+  j["driver_memory"] = {{"allocated_bytes", s.allocated_bytes},
+                        {"peak_allocated_bytes", s.peak_allocated_bytes},
+                        {"live_allocations", s.live_allocations}};
+  nlohmann::json fb = nlohmann::json::object();
+  for (const auto& [name, calls] : r.fallback) fb[name] = calls;
+  j["cpu_fallback"] = fb;
+  return j;
+}
+
+}  // namespace
+
+// ---- internal.h: trace recorder -----------------------------------------------------------------
+
+void trace_recorder_begin() {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  g_events.clear();
+  g_recording = true;
+}
+
+void trace_recorder_end() { g_recording = false; }
+
+void trace_recorder_clear() {
+  g_recording = false;
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  g_events.clear();
+}
+
+void trace_recorder_drop_events() {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  g_events.clear();
+}
+
+void trace_recorder_add(const AllocatorEvent& event) {
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  std::uint64_t ps = 0;
+  if (mlusimGetHostTimePs(&ps) != cnrtSuccess) cnrtGetLastError();
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  g_events.push_back({event, ps});
+}
+
+void trace_merge_allocator_events(const std::string& path) {
+  std::vector<RecordedEvent> events;
+  {
+    std::lock_guard<std::mutex> lock(g_trace_mu);
+    events = g_events;
+  }
+  if (events.empty()) return;
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("trace: cannot read back " + path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  nlohmann::json trace = nlohmann::json::parse(text);
+  nlohmann::json& list = trace["traceEvents"];
+  // Existing processes and tracks: reuse an "allocator" track of the device if there is one.
+  std::map<int, int> max_tid, allocator_tid;
+  std::map<int, bool> has_process;
+  for (const nlohmann::json& e : list) {
+    if (!e.contains("pid")) continue;
+    const int pid = e["pid"].get<int>();
+    const int tid = e.value("tid", 0);
+    max_tid[pid] = std::max(max_tid.count(pid) ? max_tid[pid] : 0, tid);
+    if (e.value("ph", "") == "M" && e.value("name", "") == "process_name") has_process[pid] = true;
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" && e.contains("args") &&
+        e["args"].value("name", "") == "allocator")
+      allocator_tid[pid] = tid;
+  }
+  const std::string config = trace.contains("otherData") ? trace["otherData"].value("config", "") : "";
+  // Events in the driver's key order (name, cat, ph, pid, tid, ts, args); ts is written below as
+  // the exact decimal of picoseconds (traces/README.md).
+  using ojson = nlohmann::ordered_json;
+  std::vector<ojson> added;
+  auto track = [&](int device) {
+    const int pid = device + 1;
+    if (!has_process[pid]) {
+      added.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                       {"args", {{"name", "mlu" + std::to_string(device) + " (" + config + ")"}}}});
+      has_process[pid] = true;
+    }
+    if (!allocator_tid.count(pid)) {
+      const int tid = (max_tid.count(pid) ? max_tid[pid] : 0) + 1;
+      max_tid[pid] = tid;
+      allocator_tid[pid] = tid;
+      added.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", "allocator"}}}});
+      added.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                       {"args", {{"sort_index", 1000000}}}});
+    }
+    return std::make_pair(pid, allocator_tid[pid]);
+  };
+  for (const RecordedEvent& r : events) {
+    const AllocatorEvent& e = r.event;
+    const auto [pid, tid] = track(e.device);
+    ojson args = {{"bytes", e.size}};
+    if (e.address) args["address"] = hex(e.address);
+    if (e.kind != AllocatorEventKind::kOutOfMemory) args["queue"] = hex(reinterpret_cast<std::uintptr_t>(e.queue));
+    args["allocated_bytes"] = e.allocated_bytes;
+    args["reserved_bytes"] = e.reserved_bytes;
+    args["ts_ps"] = r.ts_ps;
+    added.push_back({{"name", event_name(e.kind)}, {"cat", "alloc"}, {"ph", "i"}, {"s", "t"}, {"pid", pid},
+                     {"tid", tid}, {"ts", r.ts_ps}, {"args", args}});
+    added.push_back({{"name", "memory reserved (bytes)"}, {"ph", "C"}, {"pid", pid}, {"tid", tid}, {"ts", r.ts_ps},
+                     {"args", {{"bytes", e.reserved_bytes}}}});
+    added.push_back({{"name", "torch allocated (bytes)"}, {"ph", "C"}, {"pid", pid}, {"tid", tid}, {"ts", r.ts_ps},
+                     {"args", {{"bytes", e.allocated_bytes}}}});
+  }
+  // Append one event per line before the end of "traceEvents", keeping the driver's text as is.
+  std::string lines;
+  bool first = list.empty();
+  for (ojson& e : added) {
+    std::string line = e.dump();
+    if (e.contains("ts")) {
+      const std::string raw = "\"ts\":" + std::to_string(e["ts"].get<std::uint64_t>());
+      const auto at = line.find(raw);
+      if (at != std::string::npos) line.replace(at, raw.size(), "\"ts\":" + micros(e["ts"].get<std::uint64_t>()));
+    }
+    lines += (first ? "\n" : ",\n") + line;
+    first = false;
+  }
+  const auto end = text.rfind("],\"otherData\"");
+  if (end != std::string::npos) {
+    std::size_t insert_at = end;
+    while (insert_at > 0 && (text[insert_at - 1] == '\n' || text[insert_at - 1] == ' ')) --insert_at;
+    text.insert(insert_at, lines);
+  } else {
+    for (ojson& e : added) {
+      if (e.contains("ts")) e["ts"] = double(e["ts"].get<std::uint64_t>()) / 1e6;
+      list.push_back(nlohmann::json::parse(e.dump()));
+    }
+    text = trace.dump();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("trace: cannot write " + path);
+}
+
+// ---- api.h: traces and reports ----------------------------------------------------------------------
+
+void trace_begin(int level) {
+  ensure_started();
+  caching_allocator();  // the allocator's events go to the recorder from now on
+  check(mlusimTraceBegin(static_cast<mlusimTraceLevel_t>(level)), "mlusimTraceBegin");
+  trace_recorder_begin();
+}
+
+void trace_end() {
+  trace_recorder_end();
+  check(mlusimTraceEnd(), "mlusimTraceEnd");
+}
+
+void trace_write(const std::string& path) {
+  check(mlusimTraceWrite(path.c_str()), "mlusimTraceWrite");
+  trace_merge_allocator_events(path);
+}
+
+std::string cycle_report(int device) { return format_text(collect(device)); }
+
+std::string cycle_report_json(int device) { return format_json(collect(device)).dump(2); }
+
+std::vector<std::pair<std::string, double>> device_stats(int device) {
+  ensure_started();
+  mlusimDeviceStats_t s{};
+  check(mlusimGetDeviceStats(device < 0 ? current_device() : device, &s), "mlusimGetDeviceStats");
+  return {{"elapsed_ns", s.elapsed_ns},
+          {"kernels", double(s.kernels)},
+          {"faulted_kernels", double(s.faulted_kernels)},
+          {"allocated_bytes", double(s.allocated_bytes)},
+          {"peak_allocated_bytes", double(s.peak_allocated_bytes)},
+          {"live_allocations", double(s.live_allocations)},
+          {"host_read_bytes", double(s.read_bytes[0])},
+          {"host_write_bytes", double(s.write_bytes[0])},
+          {"gdram_read_bytes", double(s.read_bytes[1])},
+          {"gdram_write_bytes", double(s.write_bytes[1])}};
+}
+
+void reset_stats(int device) {
+  ensure_started();
+  check(mlusimResetStats(device < 0 ? current_device() : device), "mlusimResetStats");
+  reset_cpu_fallback_counts();
+}
+
+}  // namespace mlusim::bridge
