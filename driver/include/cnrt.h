@@ -370,8 +370,9 @@ cnrtRet_t cnrtGetDeviceFlag(uint32_t *pFlags);
  * cnrtErrorNoMem: no free range of the rounded size (the device state is unchanged). */
 cnrtRet_t cnrtMalloc(void **pPtr, size_t bytes);
 
-/* Frees an allocation from cnrtMalloc. Blocks until the work already queued on the pointer's
- * device has finished (as cudaFree does), then releases the range. NULL: no-op success.
+/* Frees an allocation from cnrtMalloc. Blocks until the work already queued (on any queue: a
+ * queued copy or kernel may still use the memory) has finished, as cudaFree does, then releases
+ * the range. NULL: no-op success.
  * CUDA: cudaFree.
  * cnrtErrorArgsInvalid: ptr is not the start of a live allocation: already freed (double free),
  * an interior pointer, a host pointer, or never allocated. */
@@ -399,7 +400,8 @@ cnrtRet_t cnrtFreeHost(void *ptr);
  *   match it (e.g. cnrtMemcpyHostToDev with a host destination or a device source).
  * cnrtErrorArgsInvalid: dst or src is NULL; a pointer lies in device address space but
  *   [ptr, ptr + bytes) is not inside one live allocation (freed, never allocated, or crossing the
- *   end of its allocation); source and destination ranges overlap.
+ *   end of its allocation); a host range is not mapped memory (or lies in the NULL page);
+ *   source and destination ranges overlap.
  * cnrtErrorKernelTrap: a kernel on that default queue faulted earlier (reported once). */
 cnrtRet_t cnrtMemcpy(void *dst, void *src, size_t bytes, cnrtMemTransDir_t dir);
 
@@ -430,7 +432,8 @@ cnrtRet_t cnrtMemcpyPeerAsync(void *dst, int dstDev, void *src, int srcDev, size
                               cnrtQueue_t queue);
 
 /* Sets `bytes` bytes at device pointer `ptr` to (unsigned char)value, synchronously on the
- * pointer's device's default queue (time: DRAM write of the range). CUDA: cudaMemset.
+ * pointer's device's default queue (time: DRAM write of the range). bytes == 0: success.
+ * CUDA: cudaMemset.
  * cnrtErrorArgsInvalid: ptr is NULL or [ptr, ptr + bytes) is not inside one live allocation.
  * cnrtErrorKernelTrap: as cnrtMemcpy. */
 cnrtRet_t cnrtMemset(void *ptr, int value, size_t bytes);
@@ -559,8 +562,8 @@ cnrtRet_t cnrtNotifierDuration(cnrtNotifier_t start, cnrtNotifier_t end, float *
  * Costs the caller host.launch_overhead_ns. A kernel that faults while running does not fail
  * this call: the fault is reported by the queue's next sync/query as cnrtErrorKernelTrap.
  * CUDA: cudaLaunchKernel.
- * cnrtErrorArgsInvalid: kernel NULL; args NULL (or an args[i] NULL) for a kernel with
- *   parameters; a dim component is 0 or above maxDim; ktype is not Block/Union1/2/4/8/16;
+ * cnrtErrorArgsInvalid: kernel NULL; args NULL or unmapped (or an args[i] NULL or unmapped)
+ *   for a kernel with parameters; a dim component is 0 or above maxDim; ktype is not Block/Union1/2/4/8/16;
  *   a UNIONn launch needs more clusters than the device has, or dim.x is not a multiple of the
  *   union group size (n * cores per cluster).
  * cnrtErrorInvalidKernel: kernel is not a registered kernel handle.

@@ -26,7 +26,8 @@ extern "C" {
 /* Replaces the simulated system by one built from `name_or_path` (preset name or YAML file).
  * Waits until all queued work has finished, then frees all device memory, destroys all queues
  * and notifiers (every handle becomes invalid), starts a new epoch (all host clocks restart at 0
- * and every thread's current device is 0) and clears statistics and traces' events.
+ * and every thread's current device is 0) with new devices, whose statistics and kernel records
+ * start empty. A trace being recorded goes on recording.
  * Pinned host memory stays valid. Not to be called while other threads use the runtime.
  * cnrtErrorArgsInvalid: name_or_path is NULL, or the config is invalid (missing file, unknown
  *   key, bad value): mlusimGetLastErrorMessage() has the loader's "<file>: <key>: <reason>".

@@ -1,5 +1,8 @@
 // cnrtGetErrorName / cnrtGetErrorStr / cnrtGetLastError / cnrtPeekAtLastError and
 // mlusimGetLastErrorMessage. None of them starts the runtime or costs simulated time.
+#include <cstring>
+#include <type_traits>
+
 #include "cnrt.h"
 #include "host_thread.h"
 #include "mlusim_ext.h"
@@ -56,9 +59,13 @@ constexpr ErrorText kErrors[] = {
     {cnrtErrorUnknown, "cnrtErrorUnknown", "unknown error"},
 };
 
-const ErrorText* find(cnrtRet_t code) {
+// Looks the code up by its bits: C callers may pass any int, and loading an out-of-range value
+// as the C++ enum type would be undefined behaviour.
+const ErrorText* find(const cnrtRet_t& code) {
+  std::underlying_type_t<cnrtRet_t> raw;
+  std::memcpy(&raw, &code, sizeof raw);
   for (const ErrorText& e : kErrors)
-    if (e.code == code) return &e;
+    if (static_cast<std::underlying_type_t<cnrtRet_t>>(e.code) == raw) return &e;
   return nullptr;
 }
 

@@ -48,6 +48,7 @@ class DeviceAllocator {
   std::uint64_t peak_reserved_bytes() const { return peak_reserved_; }
   std::size_t live_count() const { return live_.size(); }
   std::size_t free_block_count() const { return free_by_addr_.size(); }
+  std::uint64_t largest_free_block() const { return free_by_size_.empty() ? 0 : free_by_size_.rbegin()->first; }
 
  private:
   void insert_free(std::uint64_t addr, std::uint64_t size);

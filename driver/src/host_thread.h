@@ -22,6 +22,7 @@ struct HostThread {
   cnrtRet_t last_error = cnrtSuccess;
   std::string message;  // detail of this thread's last failure
   std::uint64_t hold_id = 0;  // non-zero while this thread runs a host function
+  const void* host_func_op = nullptr;  // that host function's op (its queue cannot drain now)
 
   // Records a failure and returns `code`, so validation reads `return t.fail(code, "...")`.
   cnrtRet_t fail(cnrtRet_t code, std::string text) {

@@ -25,6 +25,7 @@ class KernelRegistry {
   static KernelRegistry& instance();
   void add(const void* handle, RegisteredKernel kernel);
   std::optional<RegisteredKernel> find(const void* handle) const;
+  std::mutex& mutex() { return mu_; }  // for fork handlers
 
  private:
   mutable std::mutex mu_;

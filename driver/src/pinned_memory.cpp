@@ -9,6 +9,9 @@ PinnedMemory::~PinnedMemory() {
 }
 
 void* PinnedMemory::allocate(std::size_t bytes) {
+  // More than a 47-bit user address space can hold: fail here rather than in the allocator
+  // (sanitizer allocators abort on such sizes instead of returning NULL).
+  if (bytes > (std::size_t{1} << 47)) return nullptr;
   void* p = nullptr;
   if (posix_memalign(&p, kAlignment, bytes) != 0) return nullptr;
   live_.emplace(reinterpret_cast<std::uintptr_t>(p), bytes);

@@ -37,7 +37,7 @@ struct Op {
   OpKind kind = OpKind::kMarker;
   std::uint64_t seq = 0;   // submission order, runtime-wide
   Picos stamp = 0;         // absolute ps: earliest start (the submitting thread's clock)
-  std::shared_ptr<QueueState> queue;
+  std::shared_ptr<QueueState> queue;  // reset when the op completes (QueueState::last points back)
   std::string label;       // trace/track label
   int device = 0;          // the device that executes it
 

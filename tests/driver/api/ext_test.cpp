@@ -1,0 +1,178 @@
+// Simulator extensions: configs (and their errors), reset, clocks, timing-only mode, traces,
+// statistics.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "driver_test.h"
+
+namespace mlusim::driver::testing {
+namespace {
+
+using ExtTest = DriverTest;
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(ExtTest, LoadConfigErrorsCarryTheLoaderMessage) {
+  EXPECT_CNRT_ERROR(mlusimLoadConfig(nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimLoadConfig("no-such-preset"), cnrtErrorArgsInvalid);
+  EXPECT_NE(std::string(mlusimGetLastErrorMessage()).find("no-such-preset"), std::string::npos) << mlusimGetLastErrorMessage();
+  const char* unknown_key[] = {"dram.no_such_key=1"};
+  EXPECT_CNRT_ERROR(mlusimLoadConfigWithOverrides("tiny", unknown_key, 1), cnrtErrorArgsInvalid);
+  EXPECT_NE(std::string(mlusimGetLastErrorMessage()).find("no_such_key"), std::string::npos) << mlusimGetLastErrorMessage();
+  const char* no_equals[] = {"devices"};
+  EXPECT_CNRT_ERROR(mlusimLoadConfigWithOverrides("tiny", no_equals, 1), cnrtErrorArgsInvalid);
+  const char* bad_value[] = {"devices=0"};
+  EXPECT_CNRT_ERROR(mlusimLoadConfigWithOverrides("tiny", bad_value, 1), cnrtErrorArgsInvalid);
+  const char* null_entry[] = {nullptr};
+  EXPECT_CNRT_ERROR(mlusimLoadConfigWithOverrides("tiny", null_entry, 1), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimLoadConfigWithOverrides("tiny", nullptr, 1), cnrtErrorArgsInvalid);
+  // A failed load leaves the loaded system untouched.
+  char name[32];
+  ASSERT_EQ(mlusimGetConfigName(name, sizeof name), cnrtSuccess);
+  EXPECT_STREQ(name, "tiny");
+  void* d = dmalloc(64);
+  EXPECT_EQ(cnrtFree(d), cnrtSuccess);
+}
+
+TEST_F(ExtTest, LoadConfigStartsAFreshSystem) {
+  void* d = dmalloc(4096);
+  cnrtQueue_t q;
+  ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
+  ASSERT_EQ(cnrtSetDevice(0), cnrtSuccess);
+  EXPECT_GT(host_ns(), 0);
+  load("tiny", {"devices=2", "host.api_call_ns=100"});
+  EXPECT_DOUBLE_EQ(host_ns(), 0) << "a new epoch";
+  EXPECT_CNRT_ERROR(cnrtFree(d), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(cnrtQueueSync(q), cnrtErrorInvalidResourceHandle);
+  unsigned n = 0;
+  ASSERT_EQ(cnrtGetDeviceCount(&n), cnrtSuccess);
+  EXPECT_EQ(n, 2u);
+  EXPECT_DOUBLE_EQ(host_ns(), 3 * 100) << "three calls at the new api_call_ns";
+  ASSERT_EQ(mlusimReset(), cnrtSuccess);
+  ASSERT_EQ(cnrtGetDeviceCount(&n), cnrtSuccess);
+  EXPECT_EQ(n, 2u) << "reset keeps the config and its overrides";
+}
+
+TEST_F(ExtTest, LoadConfigWaitsForQueuedWork) {
+  cnrtQueue_t q;
+  ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
+  int rounds = 100;
+  void* args[] = {&rounds};
+  ASSERT_EQ(cnrtInvokeKernel(busy_kernel, dim(2), cnrtFuncTypeBlock, args, 0, q), cnrtSuccess);
+  EXPECT_EQ(mlusimLoadConfig("tiny"), cnrtSuccess);
+}
+
+TEST_F(ExtTest, LoadConfigFromAHostFunctionIsIllegal) {
+  static cnrtRet_t seen = cnrtSuccess;
+  ASSERT_EQ(cnrtInvokeHostFunc(nullptr, [](void*) { seen = mlusimLoadConfig("tiny"); }, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  EXPECT_EQ(seen, cnrtErrorIllegalState);
+}
+
+TEST_F(ExtTest, ConfigNameAndClocks) {
+  char buf[8];
+  EXPECT_EQ(mlusimGetConfigName(buf, sizeof buf), cnrtSuccess);
+  EXPECT_STREQ(buf, "tiny");
+  char tiny_buf[3];
+  EXPECT_EQ(mlusimGetConfigName(tiny_buf, sizeof tiny_buf), cnrtSuccess);
+  EXPECT_STREQ(tiny_buf, "ti") << "truncated, NUL-terminated";
+  EXPECT_CNRT_ERROR(mlusimGetConfigName(nullptr, 4), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetConfigName(buf, 0), cnrtErrorArgsInvalid);
+  uint64_t ps = 1;
+  EXPECT_EQ(mlusimGetHostTimePs(&ps), cnrtSuccess);
+  EXPECT_EQ(ps, 0u) << "mlusim calls cost no host time";
+  EXPECT_EQ(mlusimGetDeviceTimePs(&ps), cnrtSuccess);
+  EXPECT_CNRT_ERROR(mlusimGetHostTime(nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetHostTimePs(nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetDeviceTime(nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetDeviceTimePs(nullptr), cnrtErrorArgsInvalid);
+}
+
+TEST_F(ExtTest, TimingOnlyKeepsCycles) {
+  const int n = 4096;
+  void* dx = dmalloc(n * sizeof(float));
+  void* dy = dmalloc(n * sizeof(float));
+  upload(dx, std::vector<float>(n, 1.0f));
+  upload(dy, std::vector<float>(n, 1.0f));
+  float a = 3.0f;
+  int count = n;
+  void* args[] = {&dx, &dy, &a, &count};
+  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetTimingOnly(1), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetTimingOnly(0), cnrtSuccess);
+  mlusimKernelRecord_t functional, timing;
+  ASSERT_EQ(mlusimGetKernelRecord(0, 0, &functional), cnrtSuccess);
+  ASSERT_EQ(mlusimGetKernelRecord(0, 1, &timing), cnrtSuccess);
+  EXPECT_EQ(functional.cycles, timing.cycles);
+}
+
+TEST_F(ExtTest, TraceRecordsQueueOperations) {
+  const auto path = std::filesystem::temp_directory_path() / ("mlusim_driver_trace_" + std::to_string(::getpid())) / "t.json";
+  EXPECT_CNRT_ERROR(mlusimTraceBegin(static_cast<mlusimTraceLevel_t>(7)), cnrtErrorArgsInvalid);
+  ASSERT_EQ(mlusimTraceBegin(MLUSIM_TRACE_OPS), cnrtSuccess);
+  void* d = dmalloc(4096);
+  std::vector<char> h(4096);
+  ASSERT_EQ(cnrtMemcpy(d, h.data(), 4096, cnrtMemcpyHostToDev), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtSyncDevice(), cnrtSuccess);
+  ASSERT_EQ(mlusimTraceEnd(), cnrtSuccess);
+  ASSERT_EQ(mlusimTraceWrite(path.c_str()), cnrtSuccess);
+  const std::string json = read_file(path);
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(json.find("default queue"), std::string::npos) << "queue track";
+  EXPECT_NE(json.find("memcpy HtoD 4096 B pageable"), std::string::npos);
+  EXPECT_NE(json.find("empty_kernel"), std::string::npos);
+  EXPECT_NE(json.find("device memory"), std::string::npos) << "allocator counter";
+  std::filesystem::remove_all(path.parent_path());
+  EXPECT_CNRT_ERROR(mlusimTraceWrite(nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimTraceWrite(""), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimTraceWrite("/proc/no/such/dir/t.json"), cnrtErrorSys);
+}
+
+TEST_F(ExtTest, StatisticsCountTrafficAndKernels) {
+  void* d = dmalloc(8192);
+  std::vector<char> h(8192);
+  ASSERT_EQ(cnrtMemcpy(d, h.data(), 8192, cnrtMemcpyHostToDev), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(trap_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  EXPECT_EQ(cnrtSyncDevice(), cnrtErrorKernelTrap);
+  mlusimDeviceStats_t s;
+  ASSERT_EQ(mlusimGetDeviceStats(0, &s), cnrtSuccess);
+  EXPECT_EQ(s.read_bytes[0], 8192u) << "host";
+  EXPECT_EQ(s.write_bytes[1], 8192u) << "GDRAM";
+  EXPECT_EQ(s.kernels, 2u);
+  EXPECT_EQ(s.faulted_kernels, 1u);
+  EXPECT_EQ(s.allocated_bytes, 8192u);
+  EXPECT_EQ(s.live_allocations, 1u);
+  EXPECT_GT(s.elapsed_ns, 0.0);
+  size_t needed = 0;
+  ASSERT_EQ(mlusimGetStatsJson(0, nullptr, 0, &needed), cnrtSuccess);
+  std::vector<char> json(needed);
+  ASSERT_EQ(mlusimGetStatsJson(0, json.data(), json.size(), nullptr), cnrtSuccess);
+  EXPECT_EQ(std::string(json.data()).size() + 1, needed);
+  EXPECT_EQ(json[0], '{');
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+  ASSERT_EQ(mlusimGetDeviceStats(0, &s), cnrtSuccess);
+  EXPECT_EQ(s.kernels, 0u);
+  EXPECT_EQ(s.read_bytes[0], 0u);
+  EXPECT_EQ(s.allocated_bytes, 8192u) << "allocator figures survive a stats reset";
+  EXPECT_CNRT_ERROR(mlusimGetDeviceStats(0, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetDeviceStats(3, &s), cnrtErrorDeviceInvalid);
+  EXPECT_CNRT_ERROR(mlusimResetStats(-1), cnrtErrorDeviceInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetStatsJson(0, nullptr, 5, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimGetStatsJson(9, json.data(), json.size(), nullptr), cnrtErrorDeviceInvalid);
+}
+
+}  // namespace
+}  // namespace mlusim::driver::testing
