@@ -111,6 +111,11 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t *stats);
 /* Starts a new stats epoch on `device`: counters and kernel records cleared (allocator figures
  * are kept). cnrtErrorDeviceInvalid: bad device. */
 cnrtRet_t mlusimResetStats(int device);
+
+/* Test-only fault injection: the `nth` kernel DMA on `device` from now (1 = the next) lands with
+ * one bit flipped; 0 disarms. Proves that an op's results come out of the simulated memories.
+ * Thread safety: any thread. cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth);
 /* The device's statistics as JSON (sim DeviceStats::to_json) into buf; *needed (if not NULL)
  * gets the length + 1. cnrtErrorArgsInvalid: buf NULL with size > 0. cnrtErrorDeviceInvalid. */
 cnrtRet_t mlusimGetStatsJson(int device, char *buf, size_t size, size_t *needed);

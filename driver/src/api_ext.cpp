@@ -224,6 +224,13 @@ cnrtRet_t mlusimResetStats(int device) {
   });
 }
 
+cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth) {
+  return with_device("mlusimInjectDmaBitFlip", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {
+    rt.run_on_sim(lk, [&] { sim::Simulator::instance().device(device).inject_dma_bit_flip(nth); });
+    return cnrtSuccess;
+  });
+}
+
 cnrtRet_t mlusimGetStatsJson(int device, char* buf, size_t size, size_t* needed) {
   if (buf == nullptr && size > 0) return this_thread().fail(cnrtErrorArgsInvalid, "mlusimGetStatsJson: buf is NULL");
   return with_device("mlusimGetStatsJson", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {

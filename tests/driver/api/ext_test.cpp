@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "driver_test.h"
+#include "test_kernels.h"
 
 namespace mlusim::driver::testing {
 namespace {
@@ -172,6 +173,25 @@ TEST_F(ExtTest, StatisticsCountTrafficAndKernels) {
   EXPECT_CNRT_ERROR(mlusimResetStats(-1), cnrtErrorDeviceInvalid);
   EXPECT_CNRT_ERROR(mlusimGetStatsJson(0, nullptr, 5, nullptr), cnrtErrorArgsInvalid);
   EXPECT_CNRT_ERROR(mlusimGetStatsJson(9, json.data(), json.size(), nullptr), cnrtErrorDeviceInvalid);
+}
+
+// Fault injection: one armed DMA lands with one bit flipped, so exactly one float differs.
+TEST_F(ExtTest, InjectedDmaBitFlipCorruptsOneElement) {
+  constexpr int n = 256;
+  void* p = nullptr;
+  ASSERT_EQ(cnrtMalloc(&p, n * sizeof(float)), cnrtSuccess);
+  ASSERT_EQ(mlusimInjectDmaBitFlip(0, 1), cnrtSuccess);
+  float value = 1.0f;
+  int count = n;
+  void* args[] = {&p, &value, &count};
+  ASSERT_EQ(cnrtInvokeKernel(fill_kernel, cnrtDim3_t{1, 1, 1}, cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  std::vector<float> host(n);
+  ASSERT_EQ(cnrtMemcpy(host.data(), p, n * sizeof(float), cnrtMemcpyDevToHost), cnrtSuccess);
+  int differing = 0;
+  for (float v : host) differing += v != 1.0f;
+  EXPECT_EQ(differing, 1);
+  EXPECT_CNRT_ERROR(mlusimInjectDmaBitFlip(7, 1), cnrtErrorDeviceInvalid);
+  ASSERT_EQ(cnrtFree(p), cnrtSuccess);
 }
 
 }  // namespace
