@@ -38,14 +38,17 @@ class MluTest : public ::testing::Test {
   }
   template <class T> void* to_device(const std::vector<T>& v) {
     void* p = dalloc(v.size() * sizeof(T));
-    if (!v.empty())
+    if (!v.empty()) {
       EXPECT_EQ(cnrtMemcpy(p, const_cast<T*>(v.data()), v.size() * sizeof(T), cnrtMemcpyHostToDev), cnrtSuccess);
+    }
     return p;
   }
   template <class T> std::vector<T> from_device(const void* p, std::size_t count) {
     std::vector<T> v(count);
     EXPECT_EQ(cnrtQueueSync(h().queue()), cnrtSuccess) << "kernel fault or queue error";
-    if (count) EXPECT_EQ(cnrtMemcpy(v.data(), const_cast<void*>(p), count * sizeof(T), cnrtMemcpyDevToHost), cnrtSuccess);
+    if (count) {
+      EXPECT_EQ(cnrtMemcpy(v.data(), const_cast<void*>(p), count * sizeof(T), cnrtMemcpyDevToHost), cnrtSuccess);
+    }
     return v;
   }
   template <class T> static std::vector<T> random(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
@@ -57,8 +60,11 @@ class MluTest : public ::testing::Test {
   }
   static TensorDesc desc(DType t, std::vector<std::int64_t> dims, std::vector<std::int64_t> strides = {}) {
     TensorDesc d;
-    if (strides.empty()) EXPECT_EQ(d.set(t, dims), Status::kSuccess);
-    else EXPECT_EQ(d.set(t, dims, strides), Status::kSuccess);
+    if (strides.empty()) {
+      EXPECT_EQ(d.set(t, dims), Status::kSuccess);
+    } else {
+      EXPECT_EQ(d.set(t, dims, strides), Status::kSuccess);
+    }
     return d;
   }
 

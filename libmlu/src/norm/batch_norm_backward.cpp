@@ -1,0 +1,231 @@
+// batch_norm_backward: one BLOCK kernel over the forward's channel tiles; each task owns whole
+// channels, so dweight and dbias need no cross-core reduction. fp32 on the VFU:
+//   xhat = (x - mean) * invstd; dbias = sum(dy); dweight = sum(dy * xhat);
+//   training: dx = dy * k - xhat * (dweight * k / M) - dbias * k / M,  k = invstd * w
+//   eval:     dx = dy * k (mean, invstd from the running statistics)
+// Single pass when a channel block fits NRAM (x and dy read once, dx written once); else a sweep
+// for the sums and a sweep for dx.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+#include "common/launch.h"
+#include "norm/batch_norm_common.h"
+#include "softmax/pipeline.h"
+
+namespace mlusim::mlu {
+namespace {
+
+using namespace nn;
+using sim::Addr;
+using sim::Space;
+using sim::VecBinaryOp;
+using sim::VecUnaryOp;
+using tile::kF32;
+
+enum Channel { kWeight, kMean, kInvstdOrVar, kDweight, kDbias, kChannelTensors };
+
+// NRAM: three (x, dy) tile pairs and a scratch tile; per set, five per-channel buffers; five
+// per-channel temporaries; ones.
+std::size_t backward_footprint(const tile::Shape& s) {
+  return 7 * align128(s.count() * 4) + (3 * kChannelTensors + 5) * align128(s.stats() * 4) +
+         align128(std::max(s.nr, s.ob) * 4);
+}
+
+struct BackwardArgs {
+  TensorView x, dy, dx;
+  TensorView channel[kChannelTensors];
+  bool has[kChannelTensors] = {};
+  bool training = true, want_dx = false;
+  double eps = 0;
+  std::int64_t m = 0;
+  ReductionTiling tiling;
+};
+
+void backward_kernel(const BackwardArgs& a) {
+  const ReductionTiling& t = a.tiling;
+  const tile::Shape ms = t.max_shape();
+  const std::size_t ns = ms.stats();
+  Addr xs[kPipelineBuffers], gs[kPipelineBuffers], ch[kPipelineBuffers][kChannelTensors];
+  for (int k = 0; k < kPipelineBuffers; ++k) {
+    xs[k] = dev::alloc(Space::kNram, ms.count() * 4);
+    gs[k] = dev::alloc(Space::kNram, ms.count() * 4);
+    for (Addr& c : ch[k]) c = dev::alloc(Space::kNram, ns * 4);
+  }
+  const Addr scratch = dev::alloc(Space::kNram, ms.count() * 4);
+  const std::size_t ones_n = std::max(ms.nr, ms.ob);
+  const Addr ones = dev::alloc(Space::kNram, ones_n * 4);
+  const Addr sum_g = dev::alloc(Space::kNram, ns * 4), sum_gx = dev::alloc(Space::kNram, ns * 4);
+  const Addr part = dev::alloc(Space::kNram, ns * 4), tmp = dev::alloc(Space::kNram, ns * 4);
+  const Addr invstd = dev::alloc(Space::kNram, ns * 4);
+  dev::vec_fill(kF32, ones, 1.0, ones_n);
+  const double inv_m = 1.0 / static_cast<double>(a.m);
+
+  const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
+  const std::size_t chunks = static_cast<std::size_t>(t.chunks());
+  // Sums are needed for dweight/dbias and for the training dx; multi-pass needs them before dx.
+  const bool want_sums = a.has[kDweight] || a.has[kDbias] || (a.training && a.want_dx);
+  const std::size_t passes = t.multipass() && a.want_dx && want_sums ? 2 : 1;
+  const std::size_t per_group = passes * chunks;
+  struct Step {
+    std::int64_t group;  // multi-pass only
+    TileBox tb;
+    std::size_t pass, chunk;
+  };
+  // Single pass: this task's (ramped) tiles; multi-pass: each group's chunks per sweep.
+  const std::vector<TileBox> single =
+      t.multipass() ? std::vector<TileBox>{} : t.pass_tiles(dev::task_id(), dev::task_dim());
+  const std::size_t steps = t.multipass() ? (range.second - range.first) * per_group : single.size();
+  auto step = [&](std::size_t s) {
+    if (!t.multipass()) return Step{-1, single[s], 0, 0};
+    const std::size_t k = s % per_group;
+    const auto group = static_cast<std::int64_t>(range.first + s / per_group);
+    return Step{group, t.box(group, static_cast<std::int64_t>(k % chunks)), k / chunks, k % chunks};
+  };
+  auto sums_step = [&](const Step& st) { return want_sums && st.pass == 0; };
+  auto dx_step = [&](const Step& st) { return a.want_dx && st.pass + 1 == passes; };
+  auto fold = [&](Addr into, std::size_t chunk, std::size_t n) {
+    if (chunk == 0)
+      dev::vec_unary(VecUnaryOp::kCopy, kF32, into, part, n);
+    else
+      dev::vec_binary(VecBinaryOp::kAdd, kF32, into, into, part, n);
+  };
+
+  run_pipelined(
+      steps,
+      [&](std::size_t s, int k) {
+        const Step st = step(s);
+        const std::size_t n = st.tb.shape.count();
+        load_f32_async(a.x, st.tb.box, xs[k], n);
+        load_f32_async(a.dy, st.tb.box, gs[k], n);
+        const Box sb = t.stats_box_of(st.tb.box);
+        for (int c : {kWeight, kMean, kInvstdOrVar})
+          if (a.has[c]) load_f32_async(a.channel[c], sb, ch[k][c], st.tb.shape.stats());
+      },
+      [&](std::size_t s, int k) {
+        const Step st = step(s);
+        const tile::Shape& sh = st.tb.shape;
+        const std::size_t n = sh.stats(), count = sh.count();
+        const Addr x = xs[k], g = gs[k];
+        widen_f32(a.x.dtype, x, count);
+        widen_f32(a.dy.dtype, g, count);
+        for (int c : {kWeight, kMean, kInvstdOrVar})
+          if (a.has[c]) widen_f32(a.channel[c].dtype, ch[k][c], n);
+        if (a.training) {
+          dev::vec_unary(VecUnaryOp::kCopy, kF32, invstd, ch[k][kInvstdOrVar], n);
+        } else {  // invstd from the running variance
+          dev::vec_binary_scalar(VecBinaryOp::kAdd, kF32, invstd, ch[k][kInvstdOrVar], a.eps, n);
+          dev::vec_unary(VecUnaryOp::kRsqrt, kF32, invstd, invstd, n);
+        }
+        if (sums_step(st) || (a.training && dx_step(st))) {  // xhat = (x - mean) * invstd
+          dev::vec_unary(VecUnaryOp::kNeg, kF32, tmp, ch[k][kMean], n);
+          tile::broadcast(sh, x, tmp, ones, true);
+          tile::broadcast(sh, scratch, invstd, ones, false);
+          dev::vec_binary(VecBinaryOp::kMul, kF32, x, x, scratch, count);
+        }
+        if (sums_step(st)) {
+          tile::reduce_sum(sh, part, g, ones, scratch);
+          fold(sum_g, st.chunk, n);
+          dev::vec_binary(VecBinaryOp::kMul, kF32, scratch, g, x, count);
+          tile::reduce_sum(sh, part, scratch, ones, scratch);
+          fold(sum_gx, st.chunk, n);
+          if (st.chunk + 1 == chunks) {
+            if (a.has[kDweight]) dev::vec_unary(VecUnaryOp::kCopy, kF32, ch[k][kDweight], sum_gx, n);
+            if (a.has[kDbias]) dev::vec_unary(VecUnaryOp::kCopy, kF32, ch[k][kDbias], sum_g, n);
+          }
+        }
+        if (!dx_step(st)) return;
+        // k = invstd * w; dx = dy * k (- xhat * sum_gx * k / M - sum_g * k / M when training)
+        if (a.has[kWeight]) dev::vec_binary(VecBinaryOp::kMul, kF32, invstd, invstd, ch[k][kWeight], n);
+        tile::broadcast(sh, scratch, invstd, ones, false);
+        dev::vec_binary(VecBinaryOp::kMul, kF32, g, g, scratch, count);
+        if (!a.training) return;
+        dev::vec_binary(VecBinaryOp::kMul, kF32, tmp, sum_gx, invstd, n);
+        dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, tmp, tmp, inv_m, n);
+        tile::broadcast(sh, scratch, tmp, ones, false);
+        dev::vec_binary(VecBinaryOp::kMul, kF32, scratch, scratch, x, count);
+        dev::vec_binary(VecBinaryOp::kSub, kF32, g, g, scratch, count);
+        dev::vec_binary(VecBinaryOp::kMul, kF32, tmp, sum_g, invstd, n);
+        dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, tmp, tmp, -inv_m, n);
+        tile::broadcast(sh, g, tmp, ones, true);
+      },
+      [&](std::size_t s, int k) {
+        const Step st = step(s);
+        if (dx_step(st)) store_f32_async(a.dx, st.tb.box, gs[k], st.tb.shape.count());
+        if (!sums_step(st) || st.chunk + 1 != chunks) return;
+        const Box sb = t.stats_box_of(st.tb.box);
+        for (int c : {kDweight, kDbias})
+          if (a.has[c]) store_f32_async(a.channel[c], sb, ch[k][c], st.tb.shape.stats());
+      });
+}
+
+}  // namespace
+
+Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDesc& dy, const void* dy_ptr,
+                           const TensorDesc& x, const void* x_ptr, const TensorDesc* weight, const void* weight_ptr,
+                           const TensorDesc& mean, const void* mean_ptr, const TensorDesc& invstd_or_var,
+                           const void* invstd_or_var_ptr, const TensorDesc* dx, void* dx_ptr, const TensorDesc* dweight,
+                           void* dweight_ptr, const TensorDesc* dbias, void* dbias_ptr) {
+  using namespace nn;
+  const char* op = "batch_norm_backward";
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_desc(&dy, op, "dy"));
+  BatchNormShape s;
+  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
+  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16}, op, "dy"));
+  MLU_RETURN_IF_ERROR(check_same_shape(x, dy, op, "x", "dy"));
+  MLU_CHECK(std::isfinite(eps) && eps >= 0, Status::kBadParam, std::string(op) + ": eps must be finite and >= 0");
+  MLU_RETURN_IF_ERROR(check_channel_tensor(op, "weight", weight, weight_ptr, s));
+  MLU_RETURN_IF_ERROR(check_channel_tensor(op, "mean", &mean, mean_ptr, s));
+  MLU_RETURN_IF_ERROR(check_channel_tensor(op, "invstd_or_var", &invstd_or_var, invstd_or_var_ptr, s));
+  MLU_RETURN_IF_ERROR(check_channel_tensor(op, "dweight", dweight, dweight_ptr, s));
+  MLU_RETURN_IF_ERROR(check_channel_tensor(op, "dbias", dbias, dbias_ptr, s));
+  if (dx != nullptr) {
+    MLU_RETURN_IF_ERROR(check_desc(dx, op, "dx"));
+    MLU_RETURN_IF_ERROR(check_dtype_in(*dx, {DType::kFloat32, DType::kFloat16}, op, "dx"));
+    MLU_RETURN_IF_ERROR(check_same_shape(x, *dx, op, "x", "dx"));
+    MLU_RETURN_IF_ERROR(check_ptr(dx_ptr, *dx, op, "dx"));
+  }
+  for (const TensorDesc* d : {dx, dweight, dbias})
+    MLU_CHECK(d == nullptr || writable(*d), Status::kBadParam,
+              std::string(op) + ": " + d->str() + " has a broadcast dim");
+  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_ptr(dy_ptr, dy, op, "dy"));
+  if (x.numel() == 0 || (dx == nullptr && dweight == nullptr && dbias == nullptr)) {
+    record(*h, op, 0, 0, 0);
+    return Status::kSuccess;
+  }
+  BackwardArgs args;
+  args.training = training;
+  args.want_dx = dx != nullptr;
+  args.eps = eps;
+  args.m = s.per_channel;
+  args.x = permuted_view(x, x_ptr, s);
+  args.dy = permuted_view(dy, dy_ptr, s);
+  args.dx = dx ? permuted_view(*dx, dx_ptr, s) : args.x;
+  std::vector<TensorView*> views{&args.x, &args.dy, &args.dx};
+  const TensorDesc* channel[kChannelTensors] = {weight, &mean, &invstd_or_var, dweight, dbias};
+  const void* channel_ptr[kChannelTensors] = {weight_ptr, mean_ptr, invstd_or_var_ptr, dweight_ptr, dbias_ptr};
+  std::uint64_t bytes = static_cast<std::uint64_t>(x.numel()) * (x.element_size() + dy.element_size());
+  if (dx != nullptr) bytes += static_cast<std::uint64_t>(x.numel()) * dx->element_size();
+  for (int c = 0; c < kChannelTensors; ++c) {
+    args.has[c] = channel[c] != nullptr;
+    args.channel[c] = args.has[c] ? channel_view(*channel[c], channel_ptr[c], x, s) : args.x;
+    views.push_back(&args.channel[c]);
+    if (args.has[c]) bytes += static_cast<std::uint64_t>(s.channels) * channel[c]->element_size();
+  }
+  const auto [r_begin, i_begin] = group_batch_norm_views(views, s);
+  const auto tiling = plan_reduction(args.x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
+                                     target_tile_elements(x.numel(), h->total_cores()), backward_footprint);
+  MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
+  args.tiling = *tiling;
+  MLU_RETURN_IF_ERROR(launch(
+      *h, op, [args] { backward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.tiling.groups())),
+      cnrtFuncTypeBlock));
+  record(*h, op, 0, bytes, 1);
+  return Status::kSuccess;
+}
+
+}  // namespace mlusim::mlu
