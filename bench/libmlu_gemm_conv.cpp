@@ -1,0 +1,268 @@
+// libmlu GEMM and convolution efficiency on mlu370-x4 (the default preset).
+//
+// Per case, measured in one run: the op's simulated time (first kernel start to last kernel end,
+// from the driver's kernel records), its efficiency against the TFU peak (MACs / (time x
+// tfu_peak_macs_per_s)) and against the roofline bound (bound / time, bound = max(MACs / peak,
+// minimum DRAM bytes / DRAM bandwidth) from sim/roofline.h), and the host seconds the simulation
+// took. Counters: sim_us, tfu_peak_pct, roofline_pct, host_s, gmacs.
+//
+//   BM_GemmFp16/4096: C = A x B, 4096^3 fp16, in timing-only mode (mlusimSetTimingOnly(1)): the
+//     ~69 GMAC of a functional run would cost minutes of host arithmetic and cycles are identical
+//     by design. Target: tfu_peak_pct >= 85.
+//   BM_GemmFp16/1024: the same at 1024^3, functional.
+//   BM_BertLinear/<i>: BERT-base linear layers at 4096 tokens (forward, and a weight gradient whose
+//     operand is a transposed view), fp16, timing-only.
+//   BM_ResNet50Conv/<layer>/<batch>: every distinct conv layer of torchvision's ResNet-50 at 224x224
+//     (conv1 7x7/2 3->64; per stage the 1x1 reduce, 3x3, 1x1 expand and the strided 3x3 and 1x1
+//     downsample of the first block), NCHW fp16 forward, batch 1 and 8, timing-only.
+#include <benchmark/benchmark.h>
+#include <cnrt.h>
+#include <mlusim_ext.h>
+
+#include <chrono>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "mlusim/mlu/mlu.h"
+#include "mlusim/sim/roofline.h"
+#include "mlusim/sim/simulator.h"
+
+namespace {
+
+using namespace mlusim;
+using mlu::DType;
+using mlu::Status;
+using mlu::TensorDesc;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "libmlu_gemm_conv: %s\n", what.c_str());
+  std::abort();
+}
+void check(Status s, const char* what) {
+  if (s != Status::kSuccess) die(std::string(what) + ": " + mlu::status_name(s) + " " + mlu::last_error_detail());
+}
+void check(cnrtRet_t r, const char* what) {
+  if (r != cnrtSuccess) die(std::string(what) + ": " + cnrtGetErrorStr(r) + " " + mlusimGetLastErrorMessage());
+}
+
+// One device session per benchmark case: mlu370-x4, a handle, device buffers.
+struct Session {
+  mlu::Handle* h = nullptr;
+  std::vector<void*> buffers;
+  explicit Session(bool timing_only) {
+    check(mlusimLoadConfig("mlu370-x4"), "load config");
+    check(mlusimSetTimingOnly(timing_only ? 1 : 0), "timing-only");
+    check(mlu::Handle::create(&h), "handle");
+  }
+  ~Session() {
+    for (void* p : buffers) cnrtFree(p);
+    mlu::Handle::destroy(h);
+    mlusimSetTimingOnly(0);
+  }
+  void* alloc(std::size_t bytes) {
+    void* p = nullptr;
+    check(cnrtMalloc(&p, std::max<std::size_t>(bytes, 1)), "cnrtMalloc");
+    buffers.push_back(p);
+    return p;
+  }
+};
+
+struct Measured {
+  double sim_ps = 0, host_s = 0;
+};
+
+// Runs `op` once, waits, and returns the span of the kernels it enqueued.
+Measured measure(Session& s, const std::function<void()>& op) {
+  std::size_t before = 0, after = 0;
+  check(cnrtQueueSync(s.h->queue()), "sync");
+  check(mlusimGetKernelRecordCount(0, &before), "record count");
+  const auto t0 = std::chrono::steady_clock::now();
+  op();
+  check(cnrtQueueSync(s.h->queue()), "sync");
+  Measured m;
+  m.host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check(mlusimGetKernelRecordCount(0, &after), "record count");
+  double first = 1e300, last = 0;
+  for (std::size_t i = before; i < after; ++i) {
+    mlusimKernelRecord_t r{};
+    check(mlusimGetKernelRecord(0, i, &r), "record");
+    if (r.faulted) die(std::string("kernel fault: ") + r.fault);
+    first = std::min(first, r.start_ns);
+    last = std::max(last, r.end_ns);
+  }
+  m.sim_ps = (last - first) * 1e3;
+  return m;
+}
+
+void report(benchmark::State& state, const Measured& m, const mlu::OpRecord& rec, DType dtype) {
+  const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
+  sim::MacsByDtype macs{};
+  macs[static_cast<std::size_t>(dtype)] = rec.macs;
+  const double bound_ps = static_cast<double>(sim::roofline_bound_ps(cfg, macs, rec.bytes));
+  const double peak = sim::tfu_peak_macs_per_s(cfg, dtype);
+  state.counters["sim_us"] = m.sim_ps / 1e6;
+  state.counters["tfu_peak_pct"] = 100.0 * static_cast<double>(rec.macs) / (m.sim_ps * 1e-12 * peak);
+  state.counters["roofline_pct"] = 100.0 * bound_ps / m.sim_ps;
+  state.counters["host_s"] = m.host_s;
+  state.counters["gmacs"] = static_cast<double>(rec.macs) / 1e9;
+}
+
+TensorDesc make_desc(DType t, std::vector<std::int64_t> dims, mlu::Layout layout = mlu::Layout::kND) {
+  TensorDesc d;
+  check(d.set(t, dims, layout), "descriptor");
+  return d;
+}
+
+void BM_GemmFp16(benchmark::State& state) {
+  const auto n = static_cast<std::int64_t>(state.range(0));
+  const bool timing_only = n > 2048;
+  Session s(timing_only);
+  const TensorDesc a = make_desc(DType::kFloat16, {n, n});
+  void* pa = s.alloc(n * n * 2);
+  void* pb = s.alloc(n * n * 2);
+  void* pc = s.alloc(n * n * 2);
+  std::size_t ws = 0;
+  check(mlu::get_matmul_workspace_size(s.h, {}, a, a, nullptr, a, &ws), "workspace");
+  void* pws = ws ? s.alloc(ws) : nullptr;
+  Measured m;
+  for (auto _ : state) {
+    s.h->clear_ops();
+    m = measure(s, [&] { check(mlu::matmul(s.h, {}, a, pa, a, pb, nullptr, nullptr, a, pc, pws, ws), "matmul"); });
+  }
+  report(state, m, s.h->ops().back(), DType::kFloat16);
+  state.SetLabel(timing_only ? "timing-only" : "functional");
+}
+BENCHMARK(BM_GemmFp16)->Arg(4096)->Arg(1024)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// BERT-base linear layers at 4096 tokens (batch 8 x sequence 512), fp16, timing-only: y = x W^T
+// forward (W given transposed by flag, as torch.nn.Linear), and the weight gradient dW = dY^T X
+// (a transposed view: repacked on the TFU first).
+struct Linear {
+  const char* name;
+  std::int64_t m, k, n;
+  bool weight_grad;
+};
+constexpr Linear kBert[] = {
+    {"qkv_768x768", 4096, 768, 768, false},
+    {"ffn_up_768x3072", 4096, 768, 3072, false},
+    {"ffn_down_3072x768", 4096, 3072, 768, false},
+    {"dW_ffn_up_3072x768", 3072, 4096, 768, true},
+};
+
+void BM_BertLinear(benchmark::State& state) {
+  const Linear& l = kBert[state.range(0)];
+  Session s(/*timing_only=*/true);
+  mlu::MatmulParams prm;
+  TensorDesc a, b;
+  if (l.weight_grad) {  // dW [n_out, k_in] = dY^T [n_out, tokens] x X [tokens, k_in]: A is dY [tokens, n_out],
+                        // transposed
+    a = make_desc(DType::kFloat16, {l.k, l.m});
+    b = make_desc(DType::kFloat16, {l.k, l.n});
+    prm.trans_a = true;
+  } else {  // y [tokens, out] = x [tokens, in] x W^T, W [out, in]
+    a = make_desc(DType::kFloat16, {l.m, l.k});
+    b = make_desc(DType::kFloat16, {l.n, l.k});
+    prm.trans_b = true;
+  }
+  const TensorDesc c = make_desc(DType::kFloat16, {l.m, l.n});
+  void* pa = s.alloc(static_cast<std::size_t>(a.numel()) * 2);
+  void* pb = s.alloc(static_cast<std::size_t>(b.numel()) * 2);
+  void* pc = s.alloc(static_cast<std::size_t>(c.numel()) * 2);
+  std::size_t ws = 0;
+  check(mlu::get_matmul_workspace_size(s.h, prm, a, b, nullptr, c, &ws), "workspace");
+  void* pws = ws ? s.alloc(ws) : nullptr;
+  Measured m;
+  for (auto _ : state) {
+    s.h->clear_ops();
+    m = measure(s, [&] { check(mlu::matmul(s.h, prm, a, pa, b, pb, nullptr, nullptr, c, pc, pws, ws), "matmul"); });
+  }
+  report(state, m, s.h->ops().back(), DType::kFloat16);
+  state.SetLabel(std::string(l.name) + " timing-only");
+}
+BENCHMARK(BM_BertLinear)
+    ->DenseRange(0, std::size(kBert) - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+// torchvision ResNet-50 (v1.5: the stride sits on the 3x3) at 224 x 224: every distinct conv.
+struct ConvLayer {
+  const char* name;
+  std::int64_t c, hw, oc, k, stride;
+};
+constexpr ConvLayer kResNet50[] = {
+    {"conv1_7x7s2_3-64", 3, 224, 64, 7, 2},   {"l1_1x1_64-64", 64, 56, 64, 1, 1},
+    {"l1_3x3_64-64", 64, 56, 64, 3, 1},       {"l1_1x1_64-256", 64, 56, 256, 1, 1},
+    {"l1_1x1_256-64", 256, 56, 64, 1, 1},     {"l2_1x1_256-128", 256, 56, 128, 1, 1},
+    {"l2_3x3s2_128-128", 128, 56, 128, 3, 2}, {"l2_down_1x1s2_256-512", 256, 56, 512, 1, 2},
+    {"l2_1x1_128-512", 128, 28, 512, 1, 1},   {"l2_1x1_512-128", 512, 28, 128, 1, 1},
+    {"l2_3x3_128-128", 128, 28, 128, 3, 1},   {"l3_1x1_512-256", 512, 28, 256, 1, 1},
+    {"l3_3x3s2_256-256", 256, 28, 256, 3, 2}, {"l3_down_1x1s2_512-1024", 512, 28, 1024, 1, 2},
+    {"l3_1x1_256-1024", 256, 14, 1024, 1, 1}, {"l3_1x1_1024-256", 1024, 14, 256, 1, 1},
+    {"l3_3x3_256-256", 256, 14, 256, 3, 1},   {"l4_1x1_1024-512", 1024, 14, 512, 1, 1},
+    {"l4_3x3s2_512-512", 512, 14, 512, 3, 2}, {"l4_down_1x1s2_1024-2048", 1024, 14, 2048, 1, 2},
+    {"l4_1x1_512-2048", 512, 7, 2048, 1, 1},  {"l4_1x1_2048-512", 2048, 7, 512, 1, 1},
+    {"l4_3x3_512-512", 512, 7, 512, 3, 1},
+};
+
+// Sums over all layers of a batch size, for the aggregate line.
+struct Totals {
+  double macs = 0, sim_ps = 0, bound_ps = 0;
+};
+Totals g_totals[2];
+
+void BM_ResNet50Conv(benchmark::State& state) {
+  const ConvLayer& l = kResNet50[state.range(0)];
+  const std::int64_t n = state.range(1);
+  Session s(/*timing_only=*/true);
+  mlu::ConvParams p;
+  p.stride_h = p.stride_w = static_cast<int>(l.stride);
+  p.pad_h = p.pad_w = static_cast<int>(l.k / 2);
+  const std::int64_t out = (l.hw + 2 * p.pad_h - l.k) / l.stride + 1;
+  const TensorDesc x = make_desc(DType::kFloat16, {n, l.c, l.hw, l.hw}, mlu::Layout::kNCHW);
+  const TensorDesc w = make_desc(DType::kFloat16, {l.oc, l.c, l.k, l.k}, mlu::Layout::kNCHW);
+  const TensorDesc y = make_desc(DType::kFloat16, {n, l.oc, out, out}, mlu::Layout::kNCHW);
+  void* px = s.alloc(static_cast<std::size_t>(x.numel()) * 2);
+  void* pw = s.alloc(static_cast<std::size_t>(w.numel()) * 2);
+  void* py = s.alloc(static_cast<std::size_t>(y.numel()) * 2);
+  std::size_t ws = 0;
+  check(mlu::get_conv2d_forward_workspace_size(s.h, p, x, w, y, &ws), "workspace");
+  void* pws = ws ? s.alloc(ws) : nullptr;
+  Measured m;
+  for (auto _ : state) {
+    s.h->clear_ops();
+    m = measure(s, [&] { check(mlu::conv2d_forward(s.h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv"); });
+  }
+  const mlu::OpRecord& rec = s.h->ops().back();
+  report(state, m, rec, DType::kFloat16);
+  Totals& t = g_totals[n == 1 ? 0 : 1];
+  t.macs += static_cast<double>(rec.macs);
+  t.sim_ps += m.sim_ps;
+  t.bound_ps += m.sim_ps * state.counters["roofline_pct"] / 100.0;
+  state.SetLabel(std::string(l.name) + " timing-only");
+}
+BENCHMARK(BM_ResNet50Conv)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {1, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+// All layers of one batch size together (each layer once): MAC-weighted TFU efficiency and
+// roofline efficiency of the whole set.
+void BM_ResNet50ConvTotal(benchmark::State& state) {
+  const Totals& t = g_totals[state.range(0) == 1 ? 0 : 1];
+  for (auto _ : state) {
+  }
+  const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
+  state.counters["sim_us"] = t.sim_ps / 1e6;
+  state.counters["tfu_peak_pct"] = 100.0 * t.macs / (t.sim_ps * 1e-12 * sim::tfu_peak_macs_per_s(cfg, DType::kFloat16));
+  state.counters["roofline_pct"] = 100.0 * t.bound_ps / t.sim_ps;
+  state.counters["gmacs"] = t.macs / 1e9;
+}
+BENCHMARK(BM_ResNet50ConvTotal)->Arg(1)->Arg(8)->Iterations(1)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,209 @@
+// conv2d_backward_data: dx[n, g*Cg + c, q] = sum over (tap, o) of w[g*OCg + o, c, tap] x
+// dy[n, g*OCg + o] at q's mirrored tap, one GEMM per group on the engine: rows = input channels of
+// the group, columns = input pixels of all images, depth = (tap, output channel) gathered from dy
+// (zero-interleaved first when the convolution is strided). The weights are transposed on the
+// device to [Cg][tap][OCg] so the engine's rows are depth-contiguous.
+#include <memory>
+
+#include "common/error.h"
+#include "common/launch.h"
+#include "conv/conv_shape.h"
+#include "conv/depthwise.h"
+#include "conv/dilate.h"
+#include "conv/image_columns.h"
+#include "conv/layout_moves.h"
+#include "gemm/device_model.h"
+#include "gemm/gemm_engine.h"
+#include "gemm/matrix_operands.h"
+#include "gemm/splitk_reduce.h"
+#include "gemm/strided_copy.h"
+
+namespace mlusim::mlu {
+
+using gemm::BatchIndexer;
+
+namespace {
+
+constexpr const char* kOp = "conv2d_backward_data";
+
+struct Setup {
+  conv::ConvShape s;
+  conv::View4 dxv, wv, dyv;
+  bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
+  conv::WorkspaceLayout ws;
+  std::size_t dy_at = 0, w_at = 0, wt_at = 0, dx_at = 0, splitk_at = 0;
+  conv::View4 src;  // what the columns read: dy, its dense copy or its zero-interleaved copy
+  conv::ColumnsGeometry cols;
+  gemm::GemmProblem problem;
+  gemm::GemmPlan plan;
+};
+
+std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+
+Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorDesc& w, const TensorDesc& dx,
+             std::size_t workspace_limit, Setup* st) {
+  MLU_RETURN_IF_ERROR(conv::check_conv(kOp, h, p, dx, "dx", w, "w", dy, "dy", &st->s, &st->dxv, &st->wv, &st->dyv));
+  const conv::ConvShape& s = st->s;
+  const std::size_t es = sim::dtype_size(s.dtype);
+  st->depthwise = s.depthwise();
+  if (st->depthwise) {
+    st->ws.add(conv::depthwise_backward_data_workspace(s));
+    return Status::kSuccess;
+  }
+  st->strided = s.p.stride_h > 1 || s.p.stride_w > 1;
+  st->src = st->dyv;
+  if (st->strided) {
+    st->dy_at = st->ws.add(conv::dilated_bytes(st->dyv, static_cast<std::size_t>(s.p.stride_h),
+                                               static_cast<std::size_t>(s.p.stride_w), s.dtype));
+    st->src.dims[2] = (st->dyv.h() - 1) * s.p.stride_h + 1;
+    st->src.dims[3] = (st->dyv.w() - 1) * s.p.stride_w + 1;
+    st->src.strides = conv::dense_strides(st->src.dims);
+  } else if (st->dyv.strides[3] != 1 && s.ow > 1) {
+    st->pack_dy = true;
+    st->dy_at = st->ws.add(s.n * s.oc * s.oh * s.ow * es);
+    st->src.strides = conv::dense_strides(st->src.dims);
+  }
+  // The weights as [G][Cg * taps][OCg]: one transpose of each group's [OCg, Cg * taps] (from a
+  // dense copy when (C, KH, KW) do not flatten).
+  st->pack_w = !st->wv.rows_dense();
+  if (st->pack_w) st->w_at = st->ws.add(s.oc * s.cg * s.taps() * es);
+  st->wt_at = st->ws.add(s.oc * s.cg * s.taps() * es);
+  st->temp_dx = !st->dxv.plane_dense();
+  if (st->temp_dx) st->dx_at = st->ws.add(s.n * s.c * s.h * s.w * es);
+  conv::ColumnsGeometry& g = st->cols;
+  g.role = conv::ColumnsRole::kDepthIsPatch;
+  g.order = conv::RowOrder::kTapMajor;
+  g.taps = conv::Taps{s.kh, s.kw, 1, 1, -s.p.dilation_h, -s.p.dilation_w, s.p.pad_h, s.p.pad_w};
+  g.src.dtype = s.dtype;
+  g.src.rows = static_cast<std::size_t>(st->src.h());
+  g.src.cols = static_cast<std::size_t>(st->src.w());
+  g.src.n_stride = st->src.strides[0], g.src.c_stride = st->src.strides[1];
+  g.src.row_stride = st->src.strides[2], g.src.col_stride = st->src.strides[3];
+  g.channels = s.ocg;
+  g.groups = s.groups;
+  g.out_h = s.h;
+  g.out_w = s.w;
+  gemm::GemmProblem& pr = st->problem;
+  pr.batch = s.groups;
+  pr.rows = s.cg;
+  pr.cols = s.n * s.h * s.w;
+  pr.depth = s.ocg * s.taps();
+  pr.in = pr.out = s.dtype;
+  pr.y_must_stage = true;
+  if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
+  const gemm::DeviceModel model = gemm::device_model(*h, s.dtype);
+  const conv::ImageColumns layout(g);
+  st->plan = gemm::plan_gemm(pr, model, layout);
+  if (gemm::splitk_workspace_bytes(pr, st->plan) > 0 &&
+      st->ws.size() + gemm::splitk_workspace_bytes(pr, st->plan) > workspace_limit) {
+    pr.allow_split_k = false;
+    st->plan = gemm::plan_gemm(pr, model, layout);
+  }
+  MLU_CHECK(st->plan.ms > 0, Status::kNotSupported,
+            std::string(kOp) + ": no tiling fits this device's on-chip memories");
+  st->splitk_at = st->ws.add(gemm::splitk_workspace_bytes(pr, st->plan));
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status get_conv2d_backward_data_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& dy,
+                                               const TensorDesc& w, const TensorDesc& dx, std::size_t* bytes) {
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(kOp) + ": workspace size pointer is null");
+  Setup st;
+  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, dx, static_cast<std::size_t>(-1), &st));
+  *bytes = st.ws.size();
+  return Status::kSuccess;
+}
+
+Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy, const void* dy_ptr,
+                            const TensorDesc& w, const void* w_ptr, const TensorDesc& dx, void* dx_ptr, void* workspace,
+                            std::size_t workspace_bytes) {
+  Setup st;
+  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, dx, workspace ? workspace_bytes : 0, &st));
+  MLU_RETURN_IF_ERROR(check_ptr(dy_ptr, dy, kOp, "dy"));
+  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, kOp, "w"));
+  MLU_RETURN_IF_ERROR(check_ptr(dx_ptr, dx, kOp, "dx"));
+  const conv::ConvShape& s = st.s;
+  const std::uint64_t bytes = conv::tensor_bytes(dy) + conv::tensor_bytes(w) + conv::tensor_bytes(dx);
+  if (dx.numel() == 0) {
+    record(*h, kOp, 0, 0, 0);
+    return Status::kSuccess;
+  }
+  MLU_CHECK(workspace_bytes >= st.ws.size() && (st.ws.size() == 0 || workspace != nullptr), Status::kBadParam,
+            std::string(kOp) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
+                std::to_string(st.ws.size()) + "; see get_conv2d_backward_data_workspace_size)");
+  const auto addr = [](const void* ptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)); };
+  const std::uint64_t ws = addr(workspace);
+  std::uint32_t kernels = 0, k = 0;
+  if (st.depthwise) {
+    MLU_RETURN_IF_ERROR(conv::depthwise_backward_data(*h, s, st.dyv, addr(dy_ptr), st.wv, addr(w_ptr), st.dxv,
+                                                      addr(dx_ptr), ws, workspace_bytes, &kernels));
+    record(*h, kOp, s.macs(), bytes, kernels);
+    return Status::kSuccess;
+  }
+  std::uint64_t src_base = addr(dy_ptr), w_base = addr(w_ptr), dx_base = addr(dx_ptr);
+  conv::View4 wv = st.wv, dxv = st.dxv;
+  if (st.strided) {
+    MLU_RETURN_IF_ERROR(conv::launch_dilate(*h, "conv2d_backward_data_dilate", s.dtype, st.dyv, src_base,
+                                            static_cast<std::size_t>(s.p.stride_h),
+                                            static_cast<std::size_t>(s.p.stride_w), ws + st.dy_at, &k));
+    kernels += k, src_base = ws + st.dy_at;
+  } else if (st.pack_dy) {
+    MLU_RETURN_IF_ERROR(
+        conv::to_dense(*h, "conv2d_backward_data_pack_dy", s.dtype, src_base, st.dyv, ws + st.dy_at, &k));
+    kernels += k, src_base = ws + st.dy_at;
+  }
+  if (st.pack_w) {
+    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_backward_data_pack_w", s.dtype, w_base, wv, ws + st.w_at, &k));
+    kernels += k, w_base = ws + st.w_at, wv.strides = conv::dense_strides(wv.dims);
+  }
+  if (st.problem.depth > 0 && st.problem.rows > 0) {
+    // [G][OCg, Cg * taps] (rows contiguous along depth) -> [G][Cg * taps, OCg].
+    const std::size_t depth = s.cg * s.taps();
+    const gemm::MatrixView src{w_base, BatchIndexer{{i64(s.groups)}, {i64(s.ocg) * wv.strides[0]}}, 1, wv.strides[0]};
+    const gemm::MatrixView dst = gemm::dense_view(ws + st.wt_at, {i64(s.groups)}, depth, s.ocg);
+    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "conv2d_backward_data_transpose_w", s.dtype, s.groups, depth,
+                                                  s.ocg, src, dst, &k));
+    kernels += k;
+  }
+  if (st.temp_dx) dx_base = ws + st.dx_at, dxv.strides = conv::dense_strides(dxv.dims);
+
+  gemm::OutputSpec out;
+  out.dtype = s.dtype;
+  out.base = dx_base;
+  out.batch = BatchIndexer{{i64(s.groups)}, {i64(s.cg) * dxv.strides[1]}};
+  out.row_stride = dxv.strides[1];
+  out.col_stride = 1;
+  out.col_segment = s.h * s.w;
+  out.col_segment_stride = dxv.strides[0];
+  if (st.problem.depth == 0) {  // no output channels: the gradient is zero
+    MLU_RETURN_IF_ERROR(
+        gemm::launch_splitk_reduce(*h, "conv2d_backward_data_zero", out, 0, 0, s.groups, s.cg, s.n * s.h * s.w));
+    ++kernels;
+  } else {
+    auto job = std::make_shared<gemm::EngineJob>();
+    job->problem = st.problem;
+    job->plan = st.plan;
+    job->out = out;
+    // Row c of group g: taps x OCg contiguous at wt + (g * Cg + c) * taps * OCg.
+    const std::int64_t row = i64(s.taps() * s.ocg);
+    job->x = std::make_shared<gemm::MatrixRows>(ws + st.wt_at, s.dtype, row,
+                                                BatchIndexer{{i64(s.groups)}, {i64(s.cg) * row}});
+    conv::ColumnsGeometry g = st.cols;
+    g.src.base = src_base;
+    job->y = std::make_shared<conv::ImageColumns>(g);
+    MLU_RETURN_IF_ERROR(gemm::run_engine(*h, kOp, job, reinterpret_cast<void*>(ws + st.splitk_at),
+                                         gemm::splitk_workspace_bytes(st.problem, st.plan), &k));
+    kernels += k;
+  }
+  if (st.temp_dx) {
+    MLU_RETURN_IF_ERROR(
+        conv::from_dense(*h, "conv2d_backward_data_unpack_dx", s.dtype, dx_base, st.dxv, addr(dx_ptr), &k));
+    kernels += k;
+  }
+  record(*h, kOp, s.macs(), bytes, kernels);
+  return Status::kSuccess;
+}
+
+}  // namespace mlusim::mlu

@@ -1,0 +1,214 @@
+// conv2d_forward: y[n, g*OCg + o, p] = sum over (c, tap) of w[g*OCg + o, c, tap] x patch(x)[c, tap, p]
+// (+ bias), one GEMM per group on the engine: rows = output channels of the group, columns = the
+// output pixels of all images, depth = (input channel, tap) gathered by the im2col operand.
+#include <memory>
+
+#include "common/error.h"
+#include "common/launch.h"
+#include "conv/conv_shape.h"
+#include "conv/deinterleave.h"
+#include "conv/depthwise.h"
+#include "conv/image_columns.h"
+#include "conv/layout_moves.h"
+#include "gemm/device_model.h"
+#include "gemm/gemm_engine.h"
+#include "gemm/matrix_operands.h"
+#include "gemm/splitk_reduce.h"
+
+namespace mlusim::mlu {
+
+using gemm::BatchIndexer;
+
+namespace {
+
+constexpr const char* kOp = "conv2d_forward";
+
+struct Setup {
+  conv::ConvShape s;
+  conv::View4 xv, wv, yv;
+  bool depthwise = false;
+  bool split_x = false, pack_x = false, pack_w = false, temp_y = false;
+  conv::WorkspaceLayout ws;
+  std::size_t x_at = 0, w_at = 0, y_at = 0, splitk_at = 0;
+  conv::ColumnsGeometry cols;
+  gemm::GemmProblem problem;
+  gemm::GemmPlan plan;
+};
+
+conv::ColumnsGeometry forward_columns(const conv::ConvShape& s, const conv::View4& x) {
+  conv::ColumnsGeometry g;
+  g.role = conv::ColumnsRole::kDepthIsPatch;
+  g.order = conv::RowOrder::kChannelMajor;
+  g.taps = conv::Taps{s.kh, s.kw, s.p.stride_h, s.p.stride_w, s.p.dilation_h, s.p.dilation_w, -s.p.pad_h, -s.p.pad_w};
+  g.src.dtype = s.dtype;
+  g.src.rows = s.h;
+  g.src.cols = s.w;
+  g.src.n_stride = x.strides[0], g.src.c_stride = x.strides[1], g.src.row_stride = x.strides[2],
+  g.src.col_stride = x.strides[3];
+  g.channels = s.cg;
+  g.groups = s.groups;
+  g.out_h = s.oh;
+  g.out_w = s.ow;
+  return g;
+}
+
+Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc* bias,
+             const TensorDesc& y, std::size_t workspace_limit, Setup* st) {
+  MLU_RETURN_IF_ERROR(conv::check_conv(kOp, h, p, x, "x", w, "w", y, "y", &st->s, &st->xv, &st->wv, &st->yv));
+  const conv::ConvShape& s = st->s;
+  if (bias) {
+    MLU_RETURN_IF_ERROR(check_desc(bias, kOp, "bias"));
+    MLU_CHECK(bias->dtype() == x.dtype() && bias->ndim() == 1 && bias->dim(0) == static_cast<std::int64_t>(s.oc),
+              Status::kBadParam,
+              std::string(kOp) + ": bias " + bias->str() + " must be 1-d [" + std::to_string(s.oc) +
+                  "] of the input's dtype");
+  }
+  const std::size_t es = sim::dtype_size(s.dtype);
+  st->depthwise = s.depthwise();
+  if (st->depthwise) return Status::kSuccess;
+  // Rearranged copies where the layout does not suit the kernels: pixels must run contiguously
+  // along x (a row per DMA segment), weights must be dense per output channel.
+  // Strided along x: the input split by column phase, so the gather reads runs, not elements.
+  st->split_x = s.p.stride_w > 1;
+  st->pack_x = !st->split_x && st->xv.strides[3] != 1 && s.w > 1;
+  st->pack_w = !st->wv.rows_dense();
+  st->temp_y = !st->yv.plane_dense();
+  if (st->pack_x) st->x_at = st->ws.add(s.n * s.c * s.h * s.w * es);
+  if (st->split_x)
+    st->x_at = st->ws.add(conv::deinterleaved_bytes(st->xv, static_cast<std::size_t>(s.p.stride_w), s.dtype));
+  if (st->pack_w) st->w_at = st->ws.add(s.oc * s.cg * s.taps() * es);
+  if (st->temp_y) st->y_at = st->ws.add(s.n * s.oc * s.oh * s.ow * es);
+  conv::View4 src = st->xv;
+  if (st->pack_x) src.strides = conv::dense_strides(src.dims);
+  st->cols = forward_columns(s, src);
+  if (st->split_x) st->cols.src = conv::split_source(st->xv, static_cast<std::size_t>(s.p.stride_w), s.dtype);
+  gemm::GemmProblem& pr = st->problem;
+  pr.batch = s.groups;
+  pr.rows = s.ocg;
+  pr.cols = s.n * s.oh * s.ow;
+  pr.depth = s.cg * s.taps();
+  pr.k_granule = s.taps();
+  pr.in = pr.out = s.dtype;
+  pr.bias = bias != nullptr;
+  pr.bias_per_row = true;
+  pr.y_must_stage = true;
+  if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
+  const gemm::DeviceModel model = gemm::device_model(*h, s.dtype);
+  const conv::ImageColumns layout(st->cols);
+  st->plan = gemm::plan_gemm(pr, model, layout);
+  if (gemm::splitk_workspace_bytes(pr, st->plan) > 0 &&
+      st->ws.size() + gemm::splitk_workspace_bytes(pr, st->plan) > workspace_limit) {
+    pr.allow_split_k = false;
+    st->plan = gemm::plan_gemm(pr, model, layout);
+  }
+  MLU_CHECK(st->plan.ms > 0, Status::kNotSupported,
+            std::string(kOp) + ": no tiling fits this device's on-chip memories");
+  st->splitk_at = st->ws.add(gemm::splitk_workspace_bytes(pr, st->plan));
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status get_conv2d_forward_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
+                                         const TensorDesc& y, std::size_t* bytes) {
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(kOp) + ": workspace size pointer is null");
+  Setup st;
+  MLU_RETURN_IF_ERROR(setup(h, p, x, w, nullptr, y, static_cast<std::size_t>(-1), &st));
+  *bytes = st.ws.size();
+  return Status::kSuccess;
+}
+
+Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
+                      const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& y, void* y_ptr,
+                      void* workspace, std::size_t workspace_bytes) {
+  Setup st;
+  MLU_RETURN_IF_ERROR(setup(h, p, x, w, bias, y, workspace ? workspace_bytes : 0, &st));
+  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, kOp, "x"));
+  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, kOp, "w"));
+  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, kOp, "y"));
+  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, kOp, "bias"));
+  const conv::ConvShape& s = st.s;
+  const std::uint64_t bytes =
+      conv::tensor_bytes(x) + conv::tensor_bytes(w) + conv::tensor_bytes(y) + (bias ? conv::tensor_bytes(*bias) : 0);
+  if (y.numel() == 0) {
+    record(*h, kOp, 0, 0, 0);
+    return Status::kSuccess;
+  }
+  const auto addr = [](const void* ptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)); };
+  if (st.depthwise) {
+    std::uint32_t kernels = 0;
+    MLU_RETURN_IF_ERROR(conv::depthwise_forward(*h, s, st.xv, addr(x_ptr), st.wv, addr(w_ptr),
+                                                bias ? bias->stride(0) : 0, bias ? addr(bias_ptr) : 0, st.yv,
+                                                addr(y_ptr), &kernels));
+    record(*h, kOp, s.macs(), bytes, kernels);
+    return Status::kSuccess;
+  }
+  MLU_CHECK(workspace_bytes >= st.ws.size() && (st.ws.size() == 0 || workspace != nullptr), Status::kBadParam,
+            std::string(kOp) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
+                std::to_string(st.ws.size()) + "; see get_conv2d_forward_workspace_size)");
+  const std::uint64_t ws = addr(workspace);
+  std::uint32_t kernels = 0, k = 0;
+  std::uint64_t x_base = addr(x_ptr), w_base = addr(w_ptr), y_base = addr(y_ptr);
+  conv::View4 xv = st.xv, wv = st.wv, yv = st.yv;
+  if (st.split_x) {
+    MLU_RETURN_IF_ERROR(conv::launch_deinterleave(*h, "conv2d_forward_split_x", s.dtype, xv, x_base,
+                                                  static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
+    kernels += k, x_base = ws + st.x_at;
+  }
+  if (st.pack_x) {
+    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_forward_pack_x", s.dtype, x_base, xv, ws + st.x_at, &k));
+    kernels += k, x_base = ws + st.x_at, xv.strides = conv::dense_strides(xv.dims);
+  }
+  if (st.pack_w) {
+    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_forward_pack_w", s.dtype, w_base, wv, ws + st.w_at, &k));
+    kernels += k, w_base = ws + st.w_at, wv.strides = conv::dense_strides(wv.dims);
+  }
+  if (st.temp_y) y_base = ws + st.y_at, yv.strides = conv::dense_strides(yv.dims);
+
+  gemm::OutputSpec out;
+  out.dtype = s.dtype;
+  out.base = y_base;
+  out.batch = BatchIndexer{{static_cast<std::int64_t>(s.groups)}, {static_cast<std::int64_t>(s.ocg) * yv.strides[1]}};
+  out.row_stride = yv.strides[1];
+  out.col_stride = 1;
+  out.col_segment = s.oh * s.ow;
+  out.col_segment_stride = yv.strides[0];
+  if (bias) {
+    out.bias = true;
+    out.bias_per_row = true;
+    out.bias_base = addr(bias_ptr);
+    out.bias_stride = bias->stride(0);
+    out.bias_batch =
+        BatchIndexer{{static_cast<std::int64_t>(s.groups)}, {static_cast<std::int64_t>(s.ocg) * bias->stride(0)}};
+  }
+  if (st.problem.depth == 0) {  // no input channels: y = bias (or 0)
+    MLU_RETURN_IF_ERROR(
+        gemm::launch_splitk_reduce(*h, "conv2d_forward_epilogue", out, 0, 0, s.groups, s.ocg, s.n * s.oh * s.ow));
+    ++kernels;
+  } else {
+    auto job = std::make_shared<gemm::EngineJob>();
+    job->problem = st.problem;
+    job->plan = st.plan;
+    job->out = out;
+    job->x = std::make_shared<gemm::MatrixRows>(
+        w_base, s.dtype, wv.strides[0],
+        BatchIndexer{{static_cast<std::int64_t>(s.groups)}, {static_cast<std::int64_t>(s.ocg) * wv.strides[0]}});
+    conv::ColumnsGeometry g = st.cols;
+    g.src.base = x_base;
+    if (!st.split_x)
+      g.src.n_stride = xv.strides[0], g.src.c_stride = xv.strides[1], g.src.row_stride = xv.strides[2],
+      g.src.col_stride = xv.strides[3];
+    job->y = std::make_shared<conv::ImageColumns>(g);
+    MLU_RETURN_IF_ERROR(gemm::run_engine(*h, kOp, job, reinterpret_cast<void*>(ws + st.splitk_at),
+                                         gemm::splitk_workspace_bytes(st.problem, st.plan), &k));
+    kernels += k;
+  }
+  if (st.temp_y) {
+    MLU_RETURN_IF_ERROR(conv::from_dense(*h, "conv2d_forward_unpack_y", s.dtype, y_base, st.yv, addr(y_ptr), &k));
+    kernels += k;
+  }
+  record(*h, kOp, s.macs(), bytes, kernels);
+  return Status::kSuccess;
+}
+
+}  // namespace mlusim::mlu

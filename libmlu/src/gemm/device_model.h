@@ -1,0 +1,39 @@
+// The figures of the current device that GEMM/conv tiling needs beyond the memory sizes the
+// handle carries: the TFU array of each dtype, its dataflow, and the rates of the memories and
+// DMA engines, all per core-clock cycle. The planner uses them in its cost model only; kernels
+// never read them (they size buffers from dev::capacity()).
+#pragma once
+
+#include <cstdint>
+
+#include "mlusim/mlu/handle.h"
+#include "mlusim/sim/dtype.h"
+
+namespace mlusim::mlu::gemm {
+
+struct DeviceModel {
+  // TFU array for the input dtype; rows == cols == 0 when the TFU lacks it (the VFU computes).
+  std::uint32_t tfu_rows = 0, tfu_cols = 0;
+  bool weight_stationary = false;  // dataflow: rows take K (WS) instead of M (OS)
+  bool fold_overlap = false;       // consecutive folds pipeline
+  std::uint32_t vfu_width_bytes = 128, vfu_startup_cycles = 8;
+  // Bytes per core-clock cycle.
+  double dram_bpc = 0, io_dma_bpc = 0, move_dma_bpc = 0, memcore_dma_bpc = 0, sram_bpc = 0;
+  std::uint32_t io_latency_cycles = 0, move_latency_cycles = 0;
+  std::uint32_t burst_bytes = 64;
+  // Capacities (bytes) and topology, from the handle.
+  std::uint64_t nram_bytes = 0, wram_bytes = 0, sram_bytes = 0;
+  std::uint32_t clusters = 1, cores_per_cluster = 1;
+
+  bool on_tfu() const { return tfu_rows > 0 && tfu_cols > 0; }
+  // Cycles of one matmul intrinsic C[m,n] = A[m,k] x B[k,n] on this device (TFU formula of
+  // sim/src/compute/tfu_timing.h, or the VFU's M x K x ceil(N / lanes) when the TFU lacks the dtype).
+  std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n) const;
+  // Cycles of a VFU pass over n fp32 elements.
+  std::uint64_t vfu_cycles_fp32(std::uint64_t n) const;
+};
+
+// The model of h's device for GEMMs whose inputs have dtype `in`.
+DeviceModel device_model(const Handle& h, sim::DType in);
+
+}  // namespace mlusim::mlu::gemm

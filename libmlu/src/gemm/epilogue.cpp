@@ -1,0 +1,128 @@
+#include "gemm/epilogue.h"
+
+namespace mlusim::mlu::gemm {
+
+using namespace mlusim::dev;
+using sim::DType;
+using sim::VecBinaryOp;
+
+namespace {
+std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+}  // namespace
+
+namespace {
+
+Addr c_addr(const OutputSpec& o, std::size_t b, std::size_t r, std::size_t c) {
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  const std::int64_t col = o.col_segment
+                               ? i64(c / o.col_segment) * o.col_segment_stride + i64(c % o.col_segment) * o.col_stride
+                               : i64(c) * o.col_stride;
+  const std::int64_t off = o.batch.offset(b) + i64(r) * o.row_stride + col;
+  return Addr{Space::kGdram, o.base + static_cast<std::uint64_t>(off * es)};
+}
+
+// C's [nr, len] block at (r0, c) <-> the NRAM block's columns [c - c0, c - c0 + len) (row pitch nc),
+// for every run of columns [c, c + len) within one segment of [c0, c0 + nc).
+template <class Fn>
+void for_each_run(const OutputSpec& o, std::size_t c0, std::size_t nc, Fn&& fn) {
+  for (std::size_t c = c0; c < c0 + nc;) {
+    const std::size_t end = o.col_segment ? std::min(c0 + nc, (c / o.col_segment + 1) * o.col_segment) : c0 + nc;
+    fn(c, end - c);
+    c = end;
+  }
+}
+
+// Copy shape between C's [nr, len] block and an NRAM block of row pitch `pitch` elements
+// (element-sized segments when C's columns are not contiguous). to_c: NRAM -> C.
+CopyShape c_shape(const OutputSpec& o, std::size_t nr, std::size_t len, std::size_t pitch, bool to_c) {
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  CopyShape s;
+  if ((o.col_stride == 1 || len == 1) && (o.row_stride == i64(len) || nr == 1) && pitch == len)
+    s = CopyShape{nr * len * static_cast<std::size_t>(es)};
+  else if (o.col_stride == 1 || len == 1)
+    s = CopyShape{len * static_cast<std::size_t>(es), nr, o.row_stride * es, i64(pitch) * es};
+  else
+    s = CopyShape{static_cast<std::size_t>(es), len, o.col_stride * es, es, nr, o.row_stride * es, i64(pitch) * es};
+  if (!to_c) std::swap(s.dst_stride1, s.src_stride1), std::swap(s.dst_stride2, s.src_stride2);
+  return s;
+}
+
+}  // namespace
+
+void load_c_old(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc,
+                const EpilogueBuffers& bufs) {
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
+    memcpy_strided_async(bufs.c_old.offset(i64(c - c0) * es), c_addr(o, b, r0, c), c_shape(o, nr, len, nc, false),
+                         Dir::kGdram2Nram);
+  });
+}
+
+static void load_bias_run(const OutputSpec& o, std::size_t b, std::size_t i0, std::size_t n, Addr dst, bool async) {
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  const std::int64_t off = o.bias_batch.offset(b) + i64(i0) * o.bias_stride;
+  const Addr src{Space::kGdram, o.bias_base + static_cast<std::uint64_t>(off * es)};
+  const CopyShape shape =
+      o.bias_stride == 1 ? CopyShape{n * es} : CopyShape{static_cast<std::size_t>(es), n, es, o.bias_stride * es};
+  if (async)
+    memcpy_strided_async(dst, src, shape, Dir::kGdram2Nram);
+  else
+    memcpy_strided(dst, src, shape, Dir::kGdram2Nram);
+}
+
+void prepare_col_bias(const OutputSpec& o, std::size_t b, std::size_t c0, std::size_t nc, std::size_t tile_rows,
+                      const EpilogueBuffers& bufs) {
+  load_bias_run(o, b, c0, nc, bufs.bias_raw, /*async=*/false);
+  if (o.dtype == DType::kFloat32)
+    memcpy(bufs.bias32, bufs.bias_raw, nc * 4, Dir::kNram2Nram);
+  else
+    vec_cast(DType::kFloat32, bufs.bias32, o.dtype, bufs.bias_raw, nc);
+  // Row 0 broadcast to the other rows with a zero source stride: one vector add per strip later.
+  if (tile_rows > 1)
+    memcpy_strided(bufs.bias32.offset(i64(nc) * 4), bufs.bias32, CopyShape{nc * 4, tile_rows - 1, i64(nc) * 4, 0},
+                   Dir::kNram2Nram);
+}
+
+void load_row_bias(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs) {
+  load_bias_run(o, b, r0, nr, bufs.bias_raw, /*async=*/true);
+}
+
+void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0,
+                  std::size_t nc, const EpilogueBuffers& bufs) {
+  const std::size_t n = nr * nc;
+  if (o.alpha != 1.0f) vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, acc, acc, o.alpha, n);
+  if (o.bias && !o.bias_per_row) vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, bufs.bias32, n);
+  if (o.bias && o.bias_per_row) {
+    Addr bias32 = bufs.bias_raw;
+    if (o.dtype != DType::kFloat32) {
+      vec_cast(DType::kFloat32, bufs.bias32, o.dtype, bufs.bias_raw, nr);
+      bias32 = bufs.bias32;
+    }
+    for (std::size_t r = 0; r < nr; ++r) {
+      const float v = load(sim::Nram<float>(bias32.value) + i64(r));
+      vec_binary_scalar(VecBinaryOp::kAdd, DType::kFloat32, acc.offset(i64(r * nc) * 4), acc.offset(i64(r * nc) * 4), v,
+                        nc);
+    }
+  }
+  if (o.beta != 0.0f) {
+    Addr old = bufs.c_old;
+    if (o.dtype != DType::kFloat32) {
+      vec_cast(DType::kFloat32, bufs.c_old32, o.dtype, bufs.c_old, n);
+      old = bufs.c_old32;
+    }
+    if (o.beta != 1.0f) vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, old, old, o.beta, n);
+    vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, old, n);
+  }
+  Addr src = acc;
+  if (o.dtype != DType::kFloat32) {
+    vec_cast(o.dtype, bufs.out_stage, DType::kFloat32, acc, n);
+    src = bufs.out_stage;
+  }
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
+    memcpy_strided_async(c_addr(o, b, r0, c), src.offset(i64(c - c0) * es), c_shape(o, nr, len, nc, true),
+                         Dir::kNram2Gdram);
+  });
+}
+
+}  // namespace mlusim::mlu::gemm

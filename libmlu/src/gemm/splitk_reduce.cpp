@@ -1,0 +1,96 @@
+#include "gemm/splitk_reduce.h"
+
+#include <algorithm>
+
+#include "common/launch.h"
+#include "gemm/epilogue.h"
+
+namespace mlusim::mlu::gemm {
+
+using namespace mlusim::dev;
+using sim::DType;
+
+namespace {
+
+struct ReduceJob {
+  OutputSpec out;
+  std::uint64_t partial_base = 0;
+  std::size_t parts = 0, batches = 0, rows = 0, cols = 0;
+  std::size_t block_rows = 0, block_cols = 0;  // elements per block: block_rows x block_cols
+};
+
+// NRAM per block element: acc + 2 partial buffers + (fp16) out stage, old C (raw + fp32) + bias tile.
+constexpr std::size_t kBytesPerElement = 4 + 8 + 2 + 4 + 4 + 4;
+
+void reduce_kernel(const ReduceJob& j) {
+  const std::size_t es = sim::dtype_size(j.out.dtype);
+  const std::size_t e = j.block_rows * j.block_cols;
+  const Addr acc = alloc(Space::kNram, e * 4);
+  const Addr part[2] = {alloc(Space::kNram, e * 4), alloc(Space::kNram, e * 4)};
+  EpilogueBuffers epi;
+  if (j.out.dtype != DType::kFloat32) epi.out_stage = alloc(Space::kNram, e * es);
+  if (j.out.beta != 0.0f) {
+    epi.c_old = alloc(Space::kNram, e * es);
+    if (j.out.dtype != DType::kFloat32) epi.c_old32 = alloc(Space::kNram, e * 4);
+  }
+  if (j.out.bias) {
+    epi.bias_raw = alloc(Space::kNram, std::max(j.block_rows, j.block_cols) * es);
+    epi.bias32 = alloc(Space::kNram, e * 4);
+  }
+  const std::size_t row_blocks = (j.rows + j.block_rows - 1) / j.block_rows;
+  const std::size_t col_blocks = (j.cols + j.block_cols - 1) / j.block_cols;
+  const std::size_t units = j.batches * row_blocks * col_blocks;
+  for (std::size_t u = task_id(); u < units; u += task_dim()) {
+    const std::size_t b = u / (row_blocks * col_blocks);
+    const std::size_t r0 = u / col_blocks % row_blocks * j.block_rows, c0 = u % col_blocks * j.block_cols;
+    const std::size_t nr = std::min(j.block_rows, j.rows - r0), nc = std::min(j.block_cols, j.cols - c0);
+    auto load_part = [&](std::size_t p, Addr dst) {
+      const std::uint64_t row = (p * j.batches + b) * j.rows + r0;
+      const Addr src{Space::kGdram, j.partial_base + (row * j.cols + c0) * 4};
+      const CopyShape shape = nc == j.cols ? CopyShape{nr * nc * 4}
+                                           : CopyShape{nc * 4, nr, static_cast<std::int64_t>(nc * 4),
+                                                       static_cast<std::int64_t>(j.cols * 4)};
+      memcpy_strided_async(dst, src, shape, Dir::kGdram2Nram);
+    };
+    if (j.parts == 0)
+      vec_fill(DType::kFloat32, acc, 0.0, nr * nc);  // empty depth: the product is 0
+    else
+      load_part(0, acc);
+    if (j.parts > 1) load_part(1, part[1]);
+    sync_io();
+    for (std::size_t p = 1; p < j.parts; ++p) {
+      if (p + 1 < j.parts) load_part(p + 1, part[(p + 1) % 2]);
+      vec_binary(sim::VecBinaryOp::kAdd, DType::kFloat32, acc, acc, part[p % 2], nr * nc);
+      sync_io();
+    }
+    if (j.out.bias && !j.out.bias_per_row) prepare_col_bias(j.out, b, c0, nc, nr, epi);
+    if (j.out.bias && j.out.bias_per_row) load_row_bias(j.out, b, r0, nr, epi);
+    if (j.out.beta != 0.0f) load_c_old(j.out, b, r0, nr, c0, nc, epi);
+    sync_io();
+    finish_block(j.out, acc, b, r0, nr, c0, nc, epi);
+    sync_io();
+  }
+}
+
+}  // namespace
+
+Status launch_splitk_reduce(Handle& h, const std::string& name, const OutputSpec& out, std::uint64_t partial_base,
+                            std::size_t parts, std::size_t batches, std::size_t rows, std::size_t cols) {
+  auto job = std::make_shared<ReduceJob>();
+  job->out = out;
+  job->partial_base = partial_base;
+  job->parts = parts;
+  job->batches = batches;
+  job->rows = rows;
+  job->cols = cols;
+  // Largest block whose buffers fit NRAM (less a little for alignment padding).
+  const std::size_t elements = (h.nram_bytes() - 1024) / kBytesPerElement / 32 * 32;
+  job->block_cols = std::min(cols, elements);
+  job->block_rows = std::max<std::size_t>(1, std::min(rows, elements / job->block_cols));
+  const std::size_t units =
+      batches * ((rows + job->block_rows - 1) / job->block_rows) * ((cols + job->block_cols - 1) / job->block_cols);
+  return launch(
+      h, name, [job] { reduce_kernel(*job); }, block_dim(h, units), cnrtFuncTypeBlock);
+}
+
+}  // namespace mlusim::mlu::gemm
