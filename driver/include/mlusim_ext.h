@@ -213,6 +213,17 @@ bool register_kernel_function(const void* handle, const char* name, void (*fn)(A
   });
 }
 
+}  // namespace mlusim::driver
+
+#include "mlusim/sim/config.h"
+
+namespace mlusim::driver {
+
+// The hardware config the runtime has loaded (a copy), for C++ libraries whose planners need
+// figures beyond cnrtDeviceProp_t (TFU arrays, DMA rates). Thread safety: any thread; starts the
+// runtime if needed. Throws std::runtime_error naming the cnrt error if the runtime cannot start.
+sim::HardwareConfig loaded_config();
+
 // Launches a C++ callable as a kernel, for C++ libraries that build kernel bodies at run time
 // (libmlu): the same queueing, validation and error codes as cnrtInvokeKernel (no
 // cnrtErrorInvalidKernel; ArgsInvalid for an empty body or name).

@@ -292,3 +292,18 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
 }
 
 }  // extern "C"
+
+namespace mlusim::driver {
+
+sim::HardwareConfig loaded_config() {
+  sim::HardwareConfig out;
+  const cnrtRet_t r = api_call(HostCost::kNone, [&](Runtime& rt, HostThread&) {
+    std::lock_guard<std::mutex> lk(rt.mu);
+    out = rt.config();
+    return cnrtSuccess;
+  });
+  if (r != cnrtSuccess) throw std::runtime_error(std::string("mlusim runtime: ") + cnrtGetErrorStr(r));
+  return out;
+}
+
+}  // namespace mlusim::driver

@@ -7,16 +7,17 @@
 #include <cstdint>
 
 #include "mlusim/mlu/handle.h"
+#include "mlusim/sim/config.h"
 #include "mlusim/sim/dtype.h"
 
 namespace mlusim::mlu::gemm {
 
 struct DeviceModel {
+  sim::HardwareConfig config;  // the loaded config (engine formulas and rates come from it)
+  sim::DType in = sim::DType::kFloat32;
   // TFU array for the input dtype; rows == cols == 0 when the TFU lacks it (the VFU computes).
   std::uint32_t tfu_rows = 0, tfu_cols = 0;
   bool weight_stationary = false;  // dataflow: rows take K (WS) instead of M (OS)
-  bool fold_overlap = false;       // consecutive folds pipeline
-  std::uint32_t vfu_width_bytes = 128, vfu_startup_cycles = 8;
   // Bytes per core-clock cycle.
   double dram_bpc = 0, io_dma_bpc = 0, move_dma_bpc = 0, memcore_dma_bpc = 0, sram_bpc = 0;
   std::uint32_t io_latency_cycles = 0, move_latency_cycles = 0;
@@ -26,8 +27,8 @@ struct DeviceModel {
   std::uint32_t clusters = 1, cores_per_cluster = 1;
 
   bool on_tfu() const { return tfu_rows > 0 && tfu_cols > 0; }
-  // Cycles of one matmul intrinsic C[m,n] = A[m,k] x B[k,n] on this device (TFU formula of
-  // sim/src/compute/tfu_timing.h, or the VFU's M x K x ceil(N / lanes) when the TFU lacks the dtype).
+  // Cycles of one matmul intrinsic C[m,n] = A[m,k] x B[k,n] on this device: the TFU's formula,
+  // or vec_matmul's (fp32 accumulation) when the TFU lacks the dtype (mlusim/sim/engine_costs.h).
   std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n) const;
   // Cycles of a VFU pass over n fp32 elements.
   std::uint64_t vfu_cycles_fp32(std::uint64_t n) const;

@@ -233,8 +233,8 @@ std::string plan_key(const GemmProblem& p, const DeviceModel& d, const ColOperan
   std::ostringstream k;
   k << p.batch << ' ' << p.rows << ' ' << p.cols << ' ' << p.depth << ' ' << p.k_granule << ' ' << p.k_segment << ' '
     << int(p.in) << ' ' << int(p.out) << ' ' << p.beta << p.bias << p.bias_per_row << p.y_must_stage << p.allow_split_k
-    << " | " << d.tfu_rows << ' ' << d.tfu_cols << ' ' << d.weight_stationary << d.fold_overlap << ' '
-    << d.vfu_width_bytes << ' ' << d.vfu_startup_cycles << ' ' << d.dram_bpc << ' ' << d.io_dma_bpc << ' '
+    << " | " << d.tfu_rows << ' ' << d.tfu_cols << ' ' << d.weight_stationary << d.config.tfu_fold_overlap << ' '
+    << d.config.vfu_width_bytes << ' ' << d.config.vfu_startup_cycles << ' ' << d.dram_bpc << ' ' << d.io_dma_bpc << ' '
     << d.move_dma_bpc << ' ' << d.memcore_dma_bpc << ' ' << d.sram_bpc << ' ' << d.io_latency_cycles << ' '
     << d.move_latency_cycles << ' ' << d.burst_bytes << ' ' << d.nram_bytes << ' ' << d.wram_bytes << ' '
     << d.sram_bytes << ' ' << d.clusters << ' ' << d.cores_per_cluster << " | " << y.plan_key();
@@ -271,7 +271,7 @@ GemmPlan search_plan(const GemmProblem& p, const DeviceModel& d, const ColOperan
   double best_time = 0, best_dram = 0;
   const bool tfu = d.on_tfu();
   const std::size_t es = sim::dtype_size(p.in);
-  const std::size_t vfu_lanes = std::max<std::size_t>(1, d.vfu_width_bytes / 4);
+  const std::size_t vfu_lanes = std::max<std::size_t>(1, d.config.vfu_width_bytes / 4);
   const std::size_t row_unit = tfu ? (d.weight_stationary ? 8 : d.tfu_rows) : 1;
   const std::size_t col_unit = tfu ? d.tfu_cols : vfu_lanes;
   // Output-stationary: a strip of exactly R rows is one fold row, the cheapest intrinsic that

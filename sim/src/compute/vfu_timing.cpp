@@ -66,4 +66,10 @@ std::uint64_t vfu_select_cycles(const HardwareConfig& cfg, DType t, std::uint64_
   return streaming(cfg, vfu_elems_per_cycle(cfg, t), n, 1);
 }
 
+std::uint64_t vfu_matmul_cycles(const HardwareConfig& cfg, DType out_t, std::uint64_t m, std::uint64_t k,
+                                std::uint64_t n) {
+  const std::uint64_t lanes = vfu_elems_per_cycle(cfg, out_t);
+  return cfg.vfu_startup_cycles + m * k * ((n + lanes - 1) / lanes);
+}
+
 }  // namespace mlusim::sim::compute

@@ -52,6 +52,11 @@ std::uint64_t vfu_reduce_cycles(const HardwareConfig& cfg, VecReduceOp op, DType
 std::uint64_t vfu_cast_cycles(const HardwareConfig& cfg, DType dst_t, DType src_t, std::uint64_t n);
 // vec_fill of n elements.
 std::uint64_t vfu_fill_cycles(const HardwareConfig& cfg, DType t, std::uint64_t n);
+// vec_matmul (the VFU computing C[m,n] (+)= A[m,k] x B[k,n] for dtypes the TFU lacks): one fused
+// multiply-add pass over n per (row, k) at the output dtype's lanes:
+//   cycles = startup + m * k * ceil(n / epc(out_t)).
+std::uint64_t vfu_matmul_cycles(const HardwareConfig& cfg, DType out_t, std::uint64_t m, std::uint64_t k,
+                                std::uint64_t n);
 // vec_select of n elements.
 std::uint64_t vfu_select_cycles(const HardwareConfig& cfg, DType t, std::uint64_t n);
 

@@ -588,10 +588,8 @@ void Core::vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint
   const std::vector<Range> writes{range(c, m * n * oe, "vec_matmul C")};
   if (accumulate) reads.push_back(writes[0]);
   if (assignment_.launch) assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
-  // One FMA pass over N per (row, k): the VFU's lanes are the output dtype's.
-  const std::uint64_t lanes = compute::vfu_elems_per_cycle(device_.config, out_t);
   vfu_op(label, out_t, m * k * n, reads, writes,
-         [&] { return device_.config.vfu_startup_cycles + m * k * ((n + lanes - 1) / lanes); },
+         [&] { return compute::vfu_matmul_cycles(device_.config, out_t, m, k, n); },
          [&] {
            compute::matmul(in_t, out_t, resolve(c, m * n * oe, "C"), resolve(a, m * k * ie, "A"),
                            resolve(b, k * n * ie, "B"), m, k, n, b_transposed, accumulate);

@@ -1,0 +1,23 @@
+// The compute engines' cost formulas, for kernel planners that choose tilings by cost (libmlu's
+// GEMM/conv planner). Each forwards to the one formula beside the engine's code
+// (sim/src/compute/tfu_timing.h, vfu_timing.h), so a planner never re-implements it.
+#pragma once
+
+#include <cstdint>
+
+#include "mlusim/sim/config.h"
+#include "mlusim/sim/dtype.h"
+
+namespace mlusim::sim {
+
+// One TFU matmul intrinsic C[m,n] = A[m,k] x B[k,n] with input dtype in_t on cfg's array,
+// dataflow and fold-overlap setting. Throws std::invalid_argument if the TFU lacks in_t.
+std::uint64_t tfu_matmul_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, std::uint64_t k,
+                                std::uint64_t n);
+// The same product on the VFU (vec_matmul) with output dtype out_t.
+std::uint64_t vfu_matmul_cycles(const HardwareConfig& cfg, DType out_t, std::uint64_t m, std::uint64_t k,
+                                std::uint64_t n);
+// One simple (single-pass) VFU elementwise intrinsic over n elements of t.
+std::uint64_t vfu_elementwise_cycles(const HardwareConfig& cfg, DType t, std::uint64_t n);
+
+}  // namespace mlusim::sim
