@@ -8,8 +8,8 @@ Usage: tools/test.sh [--help]
 
 Builds and tests mlusim from the repository root:
   1. build/       RelWithDebInfo build of everything; runs all tests (ctest).
-  2. build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of the sim
-                  test programs only (sim_*_tests); runs the tests labelled "sim".
+  2. build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) build of the
+                  sim and driver test programs (sim_*_tests, driver_*_tests); runs them.
 Both folders are reused between runs, so a second run only rebuilds what changed.
 Prints one summary line at the end; the exit status is non-zero if any step failed.
 
@@ -58,7 +58,7 @@ step "test build"
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
 done_stages+=("build")
 
-# 2. The sim layer under ASan + UBSan.
+# 2. The sim and driver layers under ASan + UBSan + LSan.
 if [[ "${MLUSIM_SKIP_SANITIZE:-0}" != 1 ]]; then
   # LeakSanitizer is on: the simulator re-registers the thread's real stack with ASan after every
   # sc_start (libsystemc's coroutines leave it registered with a coroutine's bounds otherwise).
@@ -68,15 +68,16 @@ if [[ "${MLUSIM_SKIP_SANITIZE:-0}" != 1 ]]; then
   step "configure build-asan"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DMLUSIM_SANITIZE=ON -DMLUSIM_BUILD_BENCH=OFF
-  mapfile -t sim_targets < <(ninja -C build-asan -t targets all | grep -oE '^sim_[a-z0-9_]+_tests:' | tr -d : | sort -u)
-  if [[ ${#sim_targets[@]} -eq 0 ]]; then
-    echo "tools/test.sh: no sim_*_tests targets found in build-asan" >&2
+  mapfile -t sanitized_targets < <(ninja -C build-asan -t targets all | grep -oE '^(sim|driver)_[a-z0-9_]+_tests:' | tr -d : | sort -u)
+  if [[ ${#sanitized_targets[@]} -eq 0 ]]; then
+    echo "tools/test.sh: no sim_*_tests or driver_*_tests targets found in build-asan" >&2
     exit 1
   fi
-  step "build build-asan (${sim_targets[*]})"
-  cmake --build build-asan -j "$jobs" --target "${sim_targets[@]}"
+  step "build build-asan (${sanitized_targets[*]})"
+  cmake --build build-asan -j "$jobs" --target "${sanitized_targets[@]}"
   step "test build-asan"
-  ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L '^sim$'
+  # The C example programs are exercised by the normal build only (-LE examples).
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L '^(sim|driver)$' -LE '^examples$'
   done_stages+=("build-asan")
 else
   echo "==> tools/test.sh: sanitizer build skipped (MLUSIM_SKIP_SANITIZE=1)"
