@@ -8,6 +8,7 @@
 #include "conv/conv_shape.h"
 #include "conv/deinterleave.h"
 #include "conv/depthwise.h"
+#include "conv/conv_plan.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
 #include "gemm/device_model.h"
@@ -93,16 +94,8 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDe
   pr.bias_per_row = true;
   pr.y_must_stage = true;
   if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
-  const gemm::DeviceModel model = gemm::device_model(*h, s.dtype);
-  const conv::ImageColumns layout(st->cols);
-  st->plan = gemm::plan_gemm(pr, model, layout);
-  if (gemm::splitk_workspace_bytes(pr, st->plan) > 0 &&
-      st->ws.size() + gemm::splitk_workspace_bytes(pr, st->plan) > workspace_limit) {
-    pr.allow_split_k = false;
-    st->plan = gemm::plan_gemm(pr, model, layout);
-  }
-  MLU_CHECK(st->plan.ms > 0, Status::kNotSupported,
-            std::string(kOp) + ": no tiling fits this device's on-chip memories");
+  MLU_RETURN_IF_ERROR(
+      conv::plan_conv_gemm(*h, pr, conv::ImageColumns(st->cols), st->ws.size(), workspace_limit, kOp, &st->plan));
   st->splitk_at = st->ws.add(gemm::splitk_workspace_bytes(pr, st->plan));
   return Status::kSuccess;
 }
