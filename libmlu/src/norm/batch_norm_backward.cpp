@@ -63,26 +63,14 @@ void backward_kernel(const BackwardArgs& a) {
   const double inv_m = 1.0 / static_cast<double>(a.m);
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
-  const std::size_t chunks = static_cast<std::size_t>(t.chunks());
   // Sums are needed for dweight/dbias and for the training dx; multi-pass needs them before dx.
   const bool want_sums = a.has[kDweight] || a.has[kDbias] || (a.training && a.want_dx);
+  const std::size_t chunks = static_cast<std::size_t>(t.chunks());
   const std::size_t passes = t.multipass() && a.want_dx && want_sums ? 2 : 1;
-  const std::size_t per_group = passes * chunks;
-  struct Step {
-    std::int64_t group;  // multi-pass only
-    TileBox tb;
-    std::size_t pass, chunk;
-  };
-  // Single pass: this task's (ramped) tiles; multi-pass: each group's chunks per sweep.
-  const std::vector<TileBox> single =
-      t.multipass() ? std::vector<TileBox>{} : t.pass_tiles(dev::task_id(), dev::task_dim());
-  const std::size_t steps = t.multipass() ? (range.second - range.first) * per_group : single.size();
-  auto step = [&](std::size_t s) {
-    if (!t.multipass()) return Step{-1, single[s], 0, 0};
-    const std::size_t k = s % per_group;
-    const auto group = static_cast<std::int64_t>(range.first + s / per_group);
-    return Step{group, t.box(group, static_cast<std::int64_t>(k % chunks)), k / chunks, k % chunks};
-  };
+  using Step = PassStep;
+  const PassSchedule schedule(t, range, passes, dev::task_id(), dev::task_dim());
+  const std::size_t steps = schedule.size();
+  auto step = [&](std::size_t s) { return schedule.at(s); };
   auto sums_step = [&](const Step& st) { return want_sums && st.pass == 0; };
   auto dx_step = [&](const Step& st) { return a.want_dx && st.pass + 1 == passes; };
   auto fold = [&](Addr into, std::size_t chunk, std::size_t n) {

@@ -93,26 +93,13 @@ void backward_kernel(const BackwardArgs& a) {
   if (!multipass && a.want_db) dev::vec_fill(kF32, pdb[0], 0.0, ms.nr);
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
-  const std::size_t chunks = static_cast<std::size_t>(t.chunks());
   // Multi-pass keeps two passes even without dx: a workspace chunk is then touched at most every
   // fourth step, after its previous store has retired.
   const std::size_t passes = multipass ? 2 : 1;
-  const std::size_t per_group = passes * chunks;
-  struct Step {
-    std::int64_t group;  // multi-pass only
-    TileBox tb;
-    std::size_t pass, chunk;
-  };
-  // Single pass: this task's (ramped) tiles; multi-pass: each group's chunks per sweep.
-  const std::vector<TileBox> single =
-      t.multipass() ? std::vector<TileBox>{} : t.pass_tiles(dev::task_id(), dev::task_dim());
-  const std::size_t steps = t.multipass() ? (range.second - range.first) * per_group : single.size();
-  auto step = [&](std::size_t s) {
-    if (!t.multipass()) return Step{-1, single[s], 0, 0};
-    const std::size_t k = s % per_group;
-    const auto group = static_cast<std::int64_t>(range.first + s / per_group);
-    return Step{group, t.box(group, static_cast<std::int64_t>(k % chunks)), k / chunks, k % chunks};
-  };
+  using Step = PassStep;
+  const PassSchedule schedule(t, range, passes, dev::task_id(), dev::task_dim());
+  const std::size_t steps = schedule.size();
+  auto step = [&](std::size_t s) { return schedule.at(s); };
   // In multi-pass, pass 0 read-modify-writes the workspace partials, except on the task's first row.
   auto partials_in_gdram = [&](const Step& st) { return multipass && st.pass == 0; };
   auto first_row = [&](const Step& st) { return st.group == static_cast<std::int64_t>(range.first); };

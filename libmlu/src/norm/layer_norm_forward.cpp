@@ -74,22 +74,11 @@ void forward_kernel(const ForwardArgs& a) {
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
   const std::size_t chunks = static_cast<std::size_t>(t.chunks());
-  const std::size_t per_group = (t.multipass() ? 3 : 1) * chunks;
-  struct Step {
-    std::int64_t group;  // multi-pass only
-    TileBox tb;
-    std::size_t pass, chunk;
-  };
-  // Single pass: this task's (ramped) tiles; multi-pass: each group's chunks per sweep.
-  const std::vector<TileBox> single =
-      t.multipass() ? std::vector<TileBox>{} : t.pass_tiles(dev::task_id(), dev::task_dim());
-  const std::size_t steps = t.multipass() ? (range.second - range.first) * per_group : single.size();
-  auto step = [&](std::size_t s) {
-    if (!t.multipass()) return Step{-1, single[s], 0, 0};
-    const std::size_t k = s % per_group;
-    const auto group = static_cast<std::int64_t>(range.first + s / per_group);
-    return Step{group, t.box(group, static_cast<std::int64_t>(k % chunks)), k / chunks, k % chunks};
-  };
+  const std::size_t passes = t.multipass() ? 3 : 1;  // statistics sweeps, then the write sweep
+  using Step = PassStep;
+  const PassSchedule schedule(t, range, passes, dev::task_id(), dev::task_dim());
+  const std::size_t steps = schedule.size();
+  auto step = [&](std::size_t s) { return schedule.at(s); };
   // The step that writes y (and the statistics) of its group.
   auto writes = [&](const Step& st) { return !t.multipass() || st.pass == 2; };
   auto fold = [&](std::size_t chunk, std::size_t n) {

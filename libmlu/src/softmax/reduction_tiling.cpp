@@ -179,4 +179,25 @@ std::int64_t target_tile_elements(std::int64_t total_elements, std::uint32_t cor
   return std::max<std::int64_t>(4096, total_elements / (std::int64_t{4} * std::max<std::uint32_t>(cores, 1)));
 }
 
+PassSchedule::PassSchedule(const ReductionTiling& t, std::pair<std::size_t, std::size_t> groups, std::size_t passes,
+                           std::size_t task, std::size_t tasks)
+    : t_(t),
+      first_group_(groups.first),
+      chunks_(static_cast<std::size_t>(t.chunks())),
+      per_group_(passes * static_cast<std::size_t>(t.chunks())) {
+  if (t.multipass()) {
+    steps_ = (groups.second - groups.first) * per_group_;
+  } else {
+    single_ = t.pass_tiles(task, tasks);
+    steps_ = single_.size();
+  }
+}
+
+PassStep PassSchedule::at(std::size_t s) const {
+  if (!t_.multipass()) return PassStep{-1, single_[s], 0, 0};
+  const std::size_t k = s % per_group_;
+  const auto group = static_cast<std::int64_t>(first_group_ + s / per_group_);
+  return PassStep{group, t_.box(group, static_cast<std::int64_t>(k % chunks_)), k / chunks_, k % chunks_};
+}
+
 }  // namespace mlusim::mlu::nn

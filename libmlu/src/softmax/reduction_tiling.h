@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "softmax/box_copy.h"
@@ -50,6 +51,29 @@ struct ReductionTiling {
   // brings a DMA-bound kernel closer to its roofline (measured on mlu370-x4: fp16 softmax on
   // BERT shapes 80% -> 87%). Otherwise the task's groups.
   std::vector<TileBox> pass_tiles(std::size_t task, std::size_t tasks) const;
+};
+
+// One step of a task's walk over its tiles: in multi-pass, chunk `chunk` of group `group` in
+// sweep `pass`; in single pass, one of the task's tiles (group -1, pass and chunk 0).
+struct PassStep {
+  std::int64_t group;
+  TileBox tb;
+  std::size_t pass, chunk;
+};
+
+// The steps one task walks: single pass, its (ramped) pass_tiles; multi-pass, for each group of
+// [groups.first, groups.second), `passes` sweeps over the group's chunks.
+class PassSchedule {
+ public:
+  PassSchedule(const ReductionTiling& t, std::pair<std::size_t, std::size_t> groups, std::size_t passes,
+               std::size_t task, std::size_t tasks);
+  std::size_t size() const { return steps_; }
+  PassStep at(std::size_t s) const;
+
+ private:
+  const ReductionTiling& t_;
+  std::size_t first_group_, chunks_, per_group_, steps_;
+  std::vector<TileBox> single_;
 };
 
 // NRAM bytes an op needs for tiles of at most `shape` (every buffer rounded up to 128 bytes).
