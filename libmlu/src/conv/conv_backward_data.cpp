@@ -147,10 +147,8 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
         conv::to_dense(*h, "conv2d_backward_data_pack_dy", s.dtype, src_base, st.dyv, ws + st.dy_at, &k));
     kernels += k, src_base = ws + st.dy_at;
   }
-  if (st.pack_w) {
-    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_backward_data_pack_w", s.dtype, w_base, wv, ws + st.w_at, &k));
-    kernels += k, w_base = ws + st.w_at, wv.strides = conv::dense_strides(wv.dims);
-  }
+  if (st.pack_w)
+    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_backward_data_pack_w", s.dtype, ws + st.w_at, &w_base, &wv, &kernels));
   if (st.problem.depth > 0 && st.problem.rows > 0) {
     // [G][OCg, Cg * taps] (rows contiguous along depth) -> [G][Cg * taps, OCg].
     const std::size_t depth = s.cg * s.taps();

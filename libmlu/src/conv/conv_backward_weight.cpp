@@ -131,14 +131,10 @@ Status conv2d_backward_weight(Handle* h, const ConvParams& p, const TensorDesc& 
                                                   static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
     kernels += k, x_base = ws + st.x_at;
   }
-  if (st.pack_x) {
-    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_backward_weight_pack_x", s.dtype, x_base, xv, ws + st.x_at, &k));
-    kernels += k, x_base = ws + st.x_at, xv.strides = conv::dense_strides(xv.dims);
-  }
-  if (st.pack_dy) {
-    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_backward_weight_pack_dy", s.dtype, dy_base, dyv, ws + st.dy_at, &k));
-    kernels += k, dy_base = ws + st.dy_at, dyv.strides = conv::dense_strides(dyv.dims);
-  }
+  if (st.pack_x)
+    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_backward_weight_pack_x", s.dtype, ws + st.x_at, &x_base, &xv, &kernels));
+  if (st.pack_dy)
+    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_backward_weight_pack_dy", s.dtype, ws + st.dy_at, &dy_base, &dyv, &kernels));
   if (st.temp_dw) dw_base = ws + st.dw_at, dwv.strides = conv::dense_strides(dwv.dims);
 
   gemm::OutputSpec out;

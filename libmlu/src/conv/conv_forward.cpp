@@ -148,14 +148,10 @@ Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const
                                                   static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
     kernels += k, x_base = ws + st.x_at;
   }
-  if (st.pack_x) {
-    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_forward_pack_x", s.dtype, x_base, xv, ws + st.x_at, &k));
-    kernels += k, x_base = ws + st.x_at, xv.strides = conv::dense_strides(xv.dims);
-  }
-  if (st.pack_w) {
-    MLU_RETURN_IF_ERROR(conv::to_dense(*h, "conv2d_forward_pack_w", s.dtype, w_base, wv, ws + st.w_at, &k));
-    kernels += k, w_base = ws + st.w_at, wv.strides = conv::dense_strides(wv.dims);
-  }
+  if (st.pack_x)
+    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_forward_pack_x", s.dtype, ws + st.x_at, &x_base, &xv, &kernels));
+  if (st.pack_w)
+    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_forward_pack_w", s.dtype, ws + st.w_at, &w_base, &wv, &kernels));
   if (st.temp_y) y_base = ws + st.y_at, yv.strides = conv::dense_strides(yv.dims);
 
   gemm::OutputSpec out;

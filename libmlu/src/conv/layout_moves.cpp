@@ -1,5 +1,7 @@
 #include "conv/layout_moves.h"
 
+#include "common/error.h"
+
 #include "gemm/strided_copy.h"
 
 namespace mlusim::mlu::conv {
@@ -51,6 +53,16 @@ Status from_dense(Handle& h, const std::string& name, DType dtype, std::uint64_t
                   std::uint64_t dst, std::uint32_t* kernels) {
   const Matrices m = as_matrices(view, dst, src);
   return gemm::launch_strided_copy(h, name, dtype, m.batches, m.rows, m.cols, m.dense, m.strided, kernels);
+}
+
+Status move_to_dense(Handle& h, const std::string& name, DType dtype, std::uint64_t dst, std::uint64_t* base,
+                     View4* view, std::uint32_t* kernels) {
+  std::uint32_t k = 0;
+  MLU_RETURN_IF_ERROR(to_dense(h, name, dtype, *base, *view, dst, &k));
+  *kernels += k;
+  *base = dst;
+  view->strides = dense_strides(view->dims);
+  return Status::kSuccess;
 }
 
 }  // namespace mlusim::mlu::conv

@@ -17,6 +17,10 @@ std::array<std::int64_t, 4> dense_strides(const std::array<std::int64_t, 4>& dim
 // dst (dense, view's dims) = src (view's strides).
 Status to_dense(Handle& h, const std::string& name, DType dtype, std::uint64_t src, const View4& view,
                 std::uint64_t dst, std::uint32_t* kernels);
+// Replaces an operand by a dense copy of it at `dst`: to_dense, then *base = dst and view's
+// strides become dense. Adds the kernels launched to *kernels.
+Status move_to_dense(Handle& h, const std::string& name, DType dtype, std::uint64_t dst, std::uint64_t* base,
+                     View4* view, std::uint32_t* kernels);
 // dst (view's strides) = src (dense, view's dims).
 Status from_dense(Handle& h, const std::string& name, DType dtype, std::uint64_t src, const View4& view,
                   std::uint64_t dst, std::uint32_t* kernels);
