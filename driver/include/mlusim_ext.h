@@ -124,6 +124,7 @@ cnrtRet_t mlusimGetStatsJson(int device, char *buf, size_t size, size_t *needed)
  * mlusimGetHostTime and of notifiers). */
 typedef struct mlusimKernelRecord {
   char name[128];
+  char tag[128];          /* the launching thread's launch tag (mlusimSetLaunchTag), "" if none */
   uint64_t id;            /* launch sequence number on its device */
   cnrtDim3_t dim;
   cnrtFunctionType_t type;
@@ -135,7 +136,18 @@ typedef struct mlusimKernelRecord {
   char fault[512];        /* fault message (truncated), "" when it ran clean */
   uint64_t macs;          /* TFU multiply-accumulates */
   uint64_t vector_elements;
+  /* TFU and VFU (vec_matmul) MACs by input dtype, indexed like the simulator's DType:
+   * 0 fp32, 1 fp16, 2 int8, 3 int32, 4 int64, 5 bool, 6 fp64. */
+  uint64_t macs_by_dtype[7];
+  uint64_t read_bytes[MLUSIM_MEM_LEVEL_COUNT];  /* bytes this kernel read from each memory level */
+  uint64_t write_bytes[MLUSIM_MEM_LEVEL_COUNT]; /* and wrote */
 } mlusimKernelRecord_t;
+
+/* Tags the kernels the calling host thread launches from now on: the tag is copied into their
+ * kernel records and shown as "op" in their trace events, so reports can group kernels by the
+ * framework op that launched them (as NVTX ranges do for CUDA). NULL or "" clears it; at most
+ * 127 bytes are kept. Costs no simulated time. Thread safety: per host thread. Never fails. */
+cnrtRet_t mlusimSetLaunchTag(const char *tag);
 
 /* Number of kernel records of `device` since its stats epoch.
  * cnrtErrorArgsInvalid: count NULL. cnrtErrorDeviceInvalid: bad device. */

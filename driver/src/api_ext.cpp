@@ -246,6 +246,14 @@ cnrtRet_t mlusimGetStatsJson(int device, char* buf, size_t size, size_t* needed)
   });
 }
 
+cnrtRet_t mlusimSetLaunchTag(const char* tag) {
+  // Per-thread state only: no runtime lock, no simulated host time.
+  std::string& t = this_thread().launch_tag;
+  t = tag != nullptr ? tag : "";
+  if (t.size() > 127) t.resize(127);
+  return cnrtSuccess;
+}
+
 cnrtRet_t mlusimGetKernelRecordCount(int device, size_t* count) {
   if (count == nullptr) return this_thread().fail(cnrtErrorArgsInvalid, "mlusimGetKernelRecordCount: count is NULL");
   return with_device("mlusimGetKernelRecordCount", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {
@@ -272,6 +280,7 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
       };
       std::memset(record, 0, sizeof *record);
       copy_string(r.name, record->name, sizeof record->name);
+      copy_string(r.tag, record->tag, sizeof record->tag);
       record->id = r.id;
       record->dim = cnrtDim3_t{r.dim.x, r.dim.y, r.dim.z};
       record->type = static_cast<cnrtFunctionType_t>(r.type);
@@ -283,6 +292,11 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
       copy_string(r.fault, record->fault, sizeof record->fault);
       record->macs = r.macs;
       record->vector_elements = r.vector_elements;
+      for (std::size_t d = 0; d < r.macs_by_dtype.size() && d < 7; ++d) record->macs_by_dtype[d] = r.macs_by_dtype[d];
+      for (std::size_t l = 0; l < MLUSIM_MEM_LEVEL_COUNT; ++l) {
+        record->read_bytes[l] = r.traffic.read_bytes[l];
+        record->write_bytes[l] = r.traffic.write_bytes[l];
+      }
     });
     if (!found)
       return t.fail(cnrtErrorArgsInvalid, "mlusimGetKernelRecord: index " + std::to_string(index) + " >= record count " +

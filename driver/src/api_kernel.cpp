@@ -53,7 +53,7 @@ cnrtRet_t launch(Runtime& rt, HostThread& t, const std::string& fn, const std::s
   op->kind = OpKind::kKernel;
   op->device = q->device;
   op->label = name;
-  op->launch = sim::KernelLaunch{name, std::move(body), sim::Dim3{dim.x, dim.y, dim.z}, static_cast<sim::FunctionType>(type)};
+  op->launch = sim::KernelLaunch{name, std::move(body), sim::Dim3{dim.x, dim.y, dim.z}, static_cast<sim::FunctionType>(type), t.launch_tag};
   rt.submit(op, q, t);
   return cnrtSuccess;
 }

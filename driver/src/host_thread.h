@@ -22,7 +22,8 @@ struct HostThread {
   cnrtRet_t last_error = cnrtSuccess;
   std::string message;  // detail of this thread's last failure
   std::uint64_t hold_id = 0;  // non-zero while this thread runs a host function
-  const void* host_func_op = nullptr;  // that host function's op (its queue cannot drain now)
+  const void* host_func_op = nullptr;
+  std::string launch_tag;  // mlusimSetLaunchTag: copied into the kernels this thread launches  // that host function's op (its queue cannot drain now)
 
   // Records a failure and returns `code`, so validation reads `return t.fail(code, "...")`.
   cnrtRet_t fail(cnrtRet_t code, std::string text) {

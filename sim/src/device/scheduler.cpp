@@ -40,6 +40,7 @@ std::uint64_t Scheduler::submit(KernelLaunch launch, std::function<void(const Ke
   KernelRecord& r = state->record;
   r.id = state->id;
   r.name = state->launch.name;
+  r.tag = state->launch.tag;
   r.dim = state->launch.dim;
   r.type = state->launch.type;
   r.submit_ps = device_.now();
@@ -132,6 +133,7 @@ void Scheduler::complete(LaunchState& l) {
                            {"type", function_type_name(r.type)},
                            {"cycles", r.cycles},
                            {"macs", r.macs}};
+    if (!r.tag.empty()) args["op"] = r.tag;
     if (r.faulted) args["fault"] = r.fault;
     device_.trace.complete(device_.trace_pid(), device_.trace_track("kernels"), r.name, "kernel", r.start_ps,
                            r.end_ps - r.start_ps, &args);

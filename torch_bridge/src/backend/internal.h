@@ -39,6 +39,17 @@ class ScopedDevice {
 // fork child: every handle of the old runtime is invalid).
 void reset_runtime_state();
 
+// Incremented whenever reset_runtime_state runs: caches of driver handles compare it.
+std::uint64_t runtime_epoch();
+
+// ---- the op table of the cycle report (report.cpp; fed by ops/op_support.cpp) ---------------
+// One libmlu op run for ATen op `aten_op` on `device`: its theoretical MACs and minimum DRAM
+// bytes, and the kernels it launched.
+void op_table_add(int device, const char* aten_op, std::uint64_t macs, std::uint64_t bytes, std::uint32_t kernels);
+// One call of `aten_op` (the outermost ATen kernel on its thread).
+void op_table_count_call(int device, const char* aten_op);
+void op_table_clear(int device);  // -1: every device (config reload)
+
 // ---- traces (report.cpp) --------------------------------------------------------------------
 void trace_recorder_begin();
 void trace_recorder_end();

@@ -12,6 +12,8 @@
 #include <mlusim_ext.h>
 #include <nlohmann/json.hpp>
 
+#include "mlusim/sim/roofline.h"
+
 #include "backend/internal.h"
 #include "mlusim/torch/api.h"
 
@@ -60,12 +62,34 @@ std::string hex(std::uintptr_t v) {
   return buf;
 }
 
+// ---- the op table: ATen ops that ran libmlu kernels ------------------------------------------------
+
+struct OpTotals {
+  std::uint64_t calls = 0, libmlu_ops = 0, macs = 0, bytes = 0, kernels = 0;
+};
+
+std::mutex g_ops_mu;
+std::map<int, std::map<std::string, OpTotals>> g_ops;  // device -> aten op -> totals
+
 // ---- cycle report ----------------------------------------------------------------------------------
 
 struct KernelSummary {
   std::string name;
   std::uint64_t launches = 0, cycles = 0, macs = 0, vector_elements = 0, faulted = 0;
   double time_ns = 0;
+};
+
+// One ATen op's row: the libmlu work it asked for (MACs, minimum DRAM bytes) and what its
+// kernels (grouped by launch tag) took.
+struct OpSummary {
+  std::string name;
+  OpTotals totals;
+  std::uint64_t launches = 0, cycles = 0;
+  double time_ns = 0;
+  sim::MacsByDtype macs_by_dtype{};
+  std::uint64_t dram_bytes = 0;  // what its kernels actually moved to and from GDRAM
+  double bound_ns = 0;           // roofline bound of (macs_by_dtype, totals.bytes)
+  double peak_macs_per_s = 0;    // of the dtype with the most MACs (0: no MACs)
 };
 
 struct ReportData {
@@ -76,6 +100,8 @@ struct ReportData {
   unsigned clusters = 0, cores_per_cluster = 0;
   double clock_mhz = 0;
   std::vector<KernelSummary> kernels;  // by cycles, descending
+  std::vector<OpSummary> ops;          // by cycles, descending
+  double dram_peak_bytes_per_s = 0;
   std::uint64_t kernel_cycles = 0;
   DeviceStats allocator;
   std::vector<std::pair<std::string, std::uint64_t>> fallback;
@@ -96,6 +122,7 @@ ReportData collect(int device) {
   std::size_t count = 0;
   check(mlusimGetKernelRecordCount(r.device, &count), "mlusimGetKernelRecordCount");
   std::map<std::string, KernelSummary> by_name;
+  std::map<std::string, OpSummary> by_op;
   for (std::size_t i = 0; i < count; ++i) {
     mlusimKernelRecord_t k{};
     check(mlusimGetKernelRecord(r.device, i, &k), "mlusimGetKernelRecord");
@@ -108,7 +135,32 @@ ReportData collect(int device) {
     s.time_ns += k.end_ns - k.start_ns;
     s.faulted += k.faulted ? 1 : 0;
     r.kernel_cycles += k.cycles;
+    if (k.tag[0] != '\0') {
+      OpSummary& o = by_op[k.tag];
+      ++o.launches;
+      o.cycles += k.cycles;
+      o.time_ns += k.end_ns - k.start_ns;
+      for (std::size_t d = 0; d < sim::kDTypeCount; ++d) o.macs_by_dtype[d] += k.macs_by_dtype[d];
+      o.dram_bytes += k.read_bytes[1] + k.write_bytes[1];
+    }
   }
+  {
+    std::lock_guard<std::mutex> lock(g_ops_mu);
+    for (const auto& [name, t] : g_ops[r.device]) by_op[name].totals = t;
+  }
+  const sim::HardwareConfig cfg = driver::loaded_config();
+  r.dram_peak_bytes_per_s = sim::dram_peak_bytes_per_s(cfg);
+  for (auto& [name, o] : by_op) {
+    o.name = name;
+    o.bound_ns = static_cast<double>(sim::roofline_bound_ps(cfg, o.macs_by_dtype, o.totals.bytes)) / 1000.0;
+    std::size_t top = 0;
+    for (std::size_t d = 1; d < sim::kDTypeCount; ++d)
+      if (o.macs_by_dtype[d] > o.macs_by_dtype[top]) top = d;
+    if (o.macs_by_dtype[top] > 0) o.peak_macs_per_s = sim::peak_macs_per_s(cfg, static_cast<sim::DType>(top));
+    r.ops.push_back(o);
+  }
+  std::sort(r.ops.begin(), r.ops.end(),
+            [](const OpSummary& a, const OpSummary& b) { return a.cycles != b.cycles ? a.cycles > b.cycles : a.name < b.name; });
   for (auto& [name, s] : by_name) r.kernels.push_back(s);
   std::sort(r.kernels.begin(), r.kernels.end(),
             [](const KernelSummary& a, const KernelSummary& b) { return a.cycles != b.cycles ? a.cycles > b.cycles : a.name < b.name; });
@@ -145,7 +197,27 @@ std::string format_text(const ReportData& r) {
                 static_cast<unsigned long long>(s.faulted_kernels));
   o << line;
 
-  o << "kernels\n";
+  o << "ops (ATen ops that ran kernels; bound = roofline of their MACs and minimum DRAM bytes)\n";
+  std::snprintf(line, sizeof line, "  %-34s %7s %8s %14s %7s %12s %14s %12s %8s %9s\n", "op", "calls", "kernels", "cycles",
+                "share", "time us", "MACs", "min bytes", "of peak", "of bound");
+  o << line;
+  if (r.ops.empty()) o << "  (none)\n";
+  for (const OpSummary& op : r.ops) {
+    const double share = r.kernel_cycles ? 100.0 * double(op.cycles) / double(r.kernel_cycles) : 0.0;
+    const double t_s = op.time_ns * 1e-9;
+    char peak[16] = "-", bound[16] = "-";
+    if (op.peak_macs_per_s > 0 && t_s > 0)
+      std::snprintf(peak, sizeof peak, "%.1f%%", 100.0 * double(op.totals.macs) / t_s / op.peak_macs_per_s);
+    if (op.time_ns > 0 && op.bound_ns > 0) std::snprintf(bound, sizeof bound, "%.1f%%", 100.0 * op.bound_ns / op.time_ns);
+    std::snprintf(line, sizeof line, "  %-34s %7llu %8llu %14llu %6.1f%% %12.3f %14llu %12s %8s %9s\n", op.name.c_str(),
+                  static_cast<unsigned long long>(op.totals.calls), static_cast<unsigned long long>(op.launches),
+                  static_cast<unsigned long long>(op.cycles), share, op.time_ns / 1e3,
+                  static_cast<unsigned long long>(op.totals.macs), human_bytes(double(op.totals.bytes)).c_str(), peak,
+                  bound);
+    o << line;
+  }
+
+  o << "\nkernels\n";
   std::snprintf(line, sizeof line, "  %-32s %8s %14s %7s %12s %14s %14s\n", "name", "launches", "cycles", "share", "time us",
                 "MACs", "vector elems");
   o << line;
@@ -235,6 +307,27 @@ nlohmann::json format_json(const ReportData& r) {
                        {"vector_elements", k.vector_elements},
                        {"faulted", k.faulted}});
   j["kernels"] = kernels;
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpSummary& op : r.ops) {
+    nlohmann::json macs = nlohmann::json::object();
+    for (std::size_t d = 0; d < sim::kDTypeCount; ++d)
+      if (op.macs_by_dtype[d]) macs[std::string(sim::dtype_name(static_cast<sim::DType>(d)))] = op.macs_by_dtype[d];
+    ops.push_back({{"name", op.name},
+                   {"calls", op.totals.calls},
+                   {"libmlu_ops", op.totals.libmlu_ops},
+                   {"kernels", op.launches},
+                   {"cycles", op.cycles},
+                   {"share", r.kernel_cycles ? double(op.cycles) / double(r.kernel_cycles) : 0.0},
+                   {"time_ns", op.time_ns},
+                   {"macs", op.totals.macs},
+                   {"kernel_macs_by_dtype", macs},
+                   {"min_dram_bytes", op.totals.bytes},
+                   {"dram_bytes", op.dram_bytes},
+                   {"roofline_bound_ns", op.bound_ns},
+                   {"peak_macs_per_s", op.peak_macs_per_s}});
+  }
+  j["ops"] = ops;
+  j["dram_peak_bytes_per_s"] = r.dram_peak_bytes_per_s;
   nlohmann::json engines = nlohmann::json::object();
   for (int e = 0; e < MLUSIM_ENGINE_COUNT; ++e) {
     const double denom = engine_instances(r, e) * s.elapsed_ns;
@@ -430,8 +523,32 @@ std::vector<std::pair<std::string, double>> device_stats(int device) {
 
 void reset_stats(int device) {
   ensure_started();
-  check(mlusimResetStats(device < 0 ? current_device() : device), "mlusimResetStats");
+  device = device < 0 ? current_device() : device;
+  check(mlusimResetStats(device), "mlusimResetStats");
+  op_table_clear(device);
   reset_cpu_fallback_counts();
+}
+
+// ---- internal.h: the op table --------------------------------------------------------------------
+
+void op_table_add(int device, const char* aten_op, std::uint64_t macs, std::uint64_t bytes, std::uint32_t kernels) {
+  std::lock_guard<std::mutex> lock(g_ops_mu);
+  OpTotals& t = g_ops[device][aten_op];
+  ++t.libmlu_ops;
+  t.macs += macs;
+  t.bytes += bytes;
+  t.kernels += kernels;
+}
+
+void op_table_count_call(int device, const char* aten_op) {
+  std::lock_guard<std::mutex> lock(g_ops_mu);
+  ++g_ops[device][aten_op].calls;
+}
+
+void op_table_clear(int device) {
+  std::lock_guard<std::mutex> lock(g_ops_mu);
+  if (device < 0) g_ops.clear();
+  else g_ops.erase(device);
 }
 
 }  // namespace mlusim::bridge

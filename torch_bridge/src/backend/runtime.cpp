@@ -257,6 +257,8 @@ ScopedDevice::~ScopedDevice() {
   }
 }
 
+std::uint64_t runtime_epoch() { return g_epoch.load(std::memory_order_acquire); }
+
 void reset_runtime_state() {
   {
     std::lock_guard<std::mutex> lock(g_queue_mu);
@@ -516,6 +518,7 @@ void load_config(const std::string& name_or_path, const std::vector<std::string>
   a.abandon();  // the old system's memory and queues are gone; statistics restart
   reset_runtime_state();
   trace_recorder_drop_events();  // the driver dropped its trace events too (new epoch)
+  op_table_clear(-1);           // the driver's statistics restart with the new system
 }
 
 std::string config_name() {

@@ -49,6 +49,9 @@ class Handle {
   // Random numbers (dropout): a Philox-style counter generator; each call reserves `count`
   // numbers and returns the first counter, so results do not depend on tiling.
   void set_seed(std::uint64_t seed) { seed_ = seed, offset_ = 0; }
+  // Continues another generator's stream (a framework's per-device generator): the next
+  // reserve_random returns `offset`.
+  void set_random_state(std::uint64_t seed, std::uint64_t offset) { seed_ = seed, offset_ = offset; }
   std::uint64_t seed() const { return seed_; }
   std::uint64_t reserve_random(std::uint64_t count) {
     const std::uint64_t first = offset_;

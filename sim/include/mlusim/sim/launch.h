@@ -34,6 +34,9 @@ struct KernelLaunch {
   KernelBody body;
   Dim3 dim;
   FunctionType type = FunctionType::kBlock;
+  // Who launched it, as the caller names it (a framework op such as "aten::addmm"; empty for
+  // none). Carried into the kernel record and the trace so reports can group kernels by op.
+  std::string tag;
 };
 
 // A launch the device cannot run: bad dim, unknown type, union larger than the device.

@@ -47,6 +47,7 @@ using EngineSet = std::array<EngineCounters, kEngineCount>;
 struct KernelRecord {
   std::uint64_t id = 0;       // launch sequence number on this device, from 0
   std::string name;
+  std::string tag;            // KernelLaunch::tag
   Dim3 dim;
   FunctionType type = FunctionType::kBlock;
   Picos submit_ps = 0;        // handed to the device

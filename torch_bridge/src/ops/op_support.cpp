@@ -1,0 +1,183 @@
+#include "ops/op_support.h"
+
+#include <map>
+#include <utility>
+
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <mlusim_ext.h>
+
+#include "backend/internal.h"
+#include "mlusim/torch/api.h"
+#include "mlusim/torch/device.h"
+
+namespace mlusim::bridge::ops {
+namespace {
+
+// One libmlu handle per (device, queue) per host thread: a handle is single-threaded (as cuDNN's)
+// and bound to one queue. Dropped when the runtime restarts (config reload, fork child).
+struct HandleCache {
+  std::uint64_t epoch = 0;
+  std::map<std::pair<int, cnrtQueue_t>, mlu::Handle*> handles;
+
+  ~HandleCache() { clear(); }
+  void clear() {
+    for (auto& [key, h] : handles) mlu::Handle::destroy(h);
+    handles.clear();
+  }
+};
+
+thread_local HandleCache t_handles;
+thread_local int t_depth = 0;  // nesting of OpScopes on this thread: the outermost names kernels
+
+mlu::Handle* handle_for(int device, cnrtQueue_t queue) {
+  const std::uint64_t epoch = runtime_epoch();
+  if (t_handles.epoch != epoch) {
+    // The old runtime's queues are gone; the handles only hold plain data, so dropping is safe.
+    t_handles.clear();
+    t_handles.epoch = epoch;
+  }
+  auto [it, inserted] = t_handles.handles.try_emplace({device, queue}, nullptr);
+  if (inserted) {
+    mlu::Handle* h = nullptr;
+    const mlu::Status s = mlu::Handle::create(&h);
+    if (s != mlu::Status::kSuccess) {
+      t_handles.handles.erase(it);
+      TORCH_CHECK(false, "libmlu handle for mlu:", device, ": ", mlu::status_name(s), ": ", mlu::last_error_detail());
+    }
+    TORCH_INTERNAL_ASSERT(h->device() == device, "libmlu handle created on device ", h->device(), ", expected ", device);
+    h->set_queue(queue);
+    it->second = h;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+bool has_mlu_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: case at::kHalf: case at::kChar: case at::kInt: case at::kLong: case at::kBool: case at::kDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
+  switch (t) {
+    case at::kFloat: return mlu::DType::kFloat32;
+    case at::kHalf: return mlu::DType::kFloat16;
+    case at::kChar: return mlu::DType::kInt8;
+    case at::kInt: return mlu::DType::kInt32;
+    case at::kLong: return mlu::DType::kInt64;
+    case at::kBool: return mlu::DType::kBool;
+    case at::kDouble: return mlu::DType::kFloat64;
+    default: break;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": dtype ", t, " is not supported on device mlu (privateuseone) "
+                              "(supported: float32, float16, int8, int32, int64, bool; float64 for copies)");
+}
+
+mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op) {
+  std::vector<std::int64_t> dims(t.sizes().begin(), t.sizes().end());
+  std::vector<std::int64_t> strides(t.strides().begin(), t.strides().end());
+  for (std::size_t i = 0; i < strides.size(); ++i)
+    TORCH_CHECK(strides[i] >= 0 || dims[i] <= 1, op, ": negative strides are not supported on device mlu "
+                "(privateuseone), got strides ", t.strides());
+  for (std::size_t i = 0; i < strides.size(); ++i)
+    if (dims[i] <= 1) strides[i] = std::max<std::int64_t>(strides[i], 0);
+  TORCH_CHECK(static_cast<int>(dims.size()) <= mlu::kMaxDims, op, ": tensors on device mlu (privateuseone) have at most ",
+              mlu::kMaxDims, " dims, got ", dims.size());
+  mlu::TensorDesc d;
+  const mlu::Status s = d.set(dtype, dims, strides, mlu::Layout::kND);
+  TORCH_CHECK(s == mlu::Status::kSuccess, op, ": cannot describe ", t.scalar_type(), t.sizes(), " with strides ",
+              t.strides(), ": ", mlu::last_error_detail());
+  return d;
+}
+
+mlu::TensorDesc desc(const at::Tensor& t, const char* op, mlu::Layout layout) {
+  mlu::TensorDesc d = desc_as(t, mlu_dtype(t.scalar_type(), op), op);
+  if (layout != mlu::Layout::kND) {
+    mlu::TensorDesc l;
+    const mlu::Status s = l.set(d.dtype(), d.dims(), d.strides(), layout);
+    TORCH_CHECK(s == mlu::Status::kSuccess, op, ": ", mlu::last_error_detail());
+    return l;
+  }
+  return d;
+}
+
+void check_on_device(const at::Tensor& t, const c10::Device& device, const char* op, const char* arg) {
+  TORCH_CHECK(t.defined(), op, ": ", arg, " is undefined");
+  TORCH_CHECK(t.device() == device, op, ": expected ", arg, " on ", device, " (mlu), got a tensor on ", t.device());
+}
+
+// ---- OpScope ---------------------------------------------------------------------------------------
+
+namespace {
+const c10::Device& checked(const c10::Device& d, const char* aten_op) {
+  TORCH_CHECK(d.type() == kDeviceType, aten_op, ": expected tensors on device mlu (privateuseone), got ", d);
+  return d;
+}
+}  // namespace
+
+OpScope::OpScope(const char* aten_op, const at::Tensor& device_of) : OpScope(aten_op, device_of.device()) {}
+
+OpScope::OpScope(const char* aten_op, const c10::Device& device)
+    : name_(aten_op), device_(checked(device, aten_op)), guard_(device_) {
+  handle_ = handle_for(device_.index(), current_queue(device_.index()));
+  handle_->clear_ops();
+  if (t_depth++ == 0) {
+    owns_tag_ = true;
+    mlusimSetLaunchTag(name_);
+  }
+}
+
+OpScope::~OpScope() {
+  for (const mlu::OpRecord& r : handle_->ops()) op_table_add(device_.index(), name_, r.macs, r.bytes, r.kernels);
+  handle_->clear_ops();
+  if (owns_tag_) {
+    op_table_count_call(device_.index(), name_);
+    mlusimSetLaunchTag(nullptr);
+  }
+  --t_depth;
+  workspaces_.clear();  // stream-ordered reuse: same queue as the kernels that used them
+}
+
+void* OpScope::workspace(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  workspaces_.push_back(empty_on(device_, {static_cast<std::int64_t>(bytes)}, at::kByte));
+  return workspaces_.back().data_ptr();
+}
+
+void OpScope::fail(mlu::Status s, const char* call) const {
+  const std::string detail = mlu::last_error_detail();
+  TORCH_CHECK_NOT_IMPLEMENTED(s != mlu::Status::kNotSupported, name_, ": ", detail, " (libmlu ", call,
+                              " on device mlu (privateuseone): ", mlu::status_name(s), ")");
+  TORCH_CHECK_VALUE(s != mlu::Status::kBadParam, name_, ": ", detail, " (libmlu ", call, ": ", mlu::status_name(s), ")");
+  TORCH_CHECK(false, name_, ": libmlu ", call, " failed: ", mlu::status_name(s), ": ", detail);
+}
+
+void OpScope::take_random(std::uint64_t count) {
+  const auto [seed, first] = reserve_random(device_.index(), count);
+  handle_->set_random_state(seed, first);
+}
+
+// ---- outputs ---------------------------------------------------------------------------------------
+
+at::Tensor empty_on(const c10::Device& device, at::IntArrayRef sizes, at::ScalarType dtype) {
+  return at::empty(sizes, at::TensorOptions().device(device).dtype(dtype));
+}
+
+at::Tensor empty_like_dense(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype) {
+  if (like.sizes() == sizes && like.is_non_overlapping_and_dense() && !like.is_contiguous())
+    return at::empty_strided(sizes, like.strides(), at::TensorOptions().device(like.device()).dtype(dtype));
+  return empty_on(like.device(), sizes, dtype);
+}
+
+void prepare_out(const at::Tensor& out, const c10::Device& device, at::IntArrayRef sizes, const char* op) {
+  check_on_device(out, device, op, "out");
+  at::native::resize_output(out, sizes);
+}
+
+}  // namespace mlusim::bridge::ops

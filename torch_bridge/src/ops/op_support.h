@@ -1,0 +1,93 @@
+// What every ATen kernel over libmlu uses: descriptors from at::Tensor, the libmlu handle of the
+// current queue, workspace, status checks, output allocation and the per-op record that feeds
+// the cycle report.
+//
+// Kernel shape (one per ATen op overload):
+//
+//   Tensor& mlu_add_out(const Tensor& a, const Tensor& b, const Scalar& alpha, Tensor& out) {
+//     OpScope op("aten::add.out", out);          // device guard, handle, launch tag
+//     ... check shapes/devices, resize `out` (resize_output) ...
+//     op.check(mlu::binary(op.handle(), ..., desc(a), a.data_ptr(), ...), "binary");
+//     return out;
+//   }
+//
+// Errors: libmlu's kBadParam becomes c10::ValueError / c10::Error with libmlu's detail,
+// kNotSupported becomes NotImplementedError naming the op and the device, driver failures keep
+// their cnrt message. Nothing here falls back to the CPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "mlusim/mlu/handle.h"
+#include "mlusim/mlu/status.h"
+#include "mlusim/mlu/tensor.h"
+
+namespace mlusim::bridge::ops {
+
+// libmlu's dtype for a torch dtype (float, half, int8, int32, int64, bool, double; uint8 reads
+// as int8 only where the caller says so). NotImplementedError naming `op` for others.
+mlu::DType mlu_dtype(at::ScalarType t, const char* op);
+bool has_mlu_dtype(at::ScalarType t);
+
+// The descriptor of `t` (its dtype, sizes and strides, in elements). A negative stride or a
+// dtype libmlu lacks raises, naming `op`. Layout kNCHW is for conv/pool/batch norm 4-d tensors.
+mlu::TensorDesc desc(const at::Tensor& t, const char* op, mlu::Layout layout = mlu::Layout::kND);
+// `t` with `dtype`'s descriptor but t's dims and strides (reinterpretation, e.g. uint8 as int8).
+mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op);
+
+// Raises unless `t` is a tensor on `device` ("<op>: expected <arg> on mlu:0, got cpu").
+void check_on_device(const at::Tensor& t, const c10::Device& device, const char* op, const char* arg);
+
+// One ATen kernel's stay on the device. Constructing it: device guard on `device_of`'s device,
+// the libmlu handle bound to that device's current queue, the launch tag (the outermost ATen op
+// on this thread names the kernels). Destroying it: the handle's op records go to the op table
+// of the cycle report under the tag, workspace goes back to the caching allocator (stream
+// ordered: later work on the same queue may reuse it at once, as in CUDA).
+class OpScope {
+ public:
+  OpScope(const char* aten_op, const at::Tensor& device_of);
+  OpScope(const char* aten_op, const c10::Device& device);
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+  mlu::Handle* handle() const { return handle_; }
+  const c10::Device& device() const { return device_; }
+  const char* name() const { return name_; }
+
+  // Device scratch of at least `bytes` (nullptr for 0), alive until the scope ends.
+  void* workspace(std::size_t bytes);
+  // Throws for a failed libmlu status: "<aten op>: <libmlu call>: <status name>: <detail>".
+  void check(mlu::Status s, const char* call) const {
+    if (s != mlu::Status::kSuccess) fail(s, call);
+  }
+  [[noreturn]] void fail(mlu::Status s, const char* call) const;
+  // Random ops: the next libmlu random reservation of `count` numbers continues the device
+  // generator of api.h (torch.manual_seed reaches it) instead of the handle's own.
+  void take_random(std::uint64_t count);
+
+ private:
+  const char* name_;
+  c10::Device device_;
+  c10::DeviceGuard guard_;
+  bool owns_tag_ = false;
+  mlu::Handle* handle_ = nullptr;
+  std::vector<at::Tensor> workspaces_;
+};
+
+// A new device tensor for an op's result (the device allocator; contiguous, or with
+// `like`'s memory format when `like` is given and dense).
+at::Tensor empty_on(const c10::Device& device, at::IntArrayRef sizes, at::ScalarType dtype);
+at::Tensor empty_like_dense(const at::Tensor& like, at::IntArrayRef sizes, at::ScalarType dtype);
+
+// out= semantics (at::native::resize_output): `out` must be on the op's device; a wrong-shaped
+// `out` is resized (with torch's warning when it was not empty).
+void prepare_out(const at::Tensor& out, const c10::Device& device, at::IntArrayRef sizes, const char* op);
+
+}  // namespace mlusim::bridge::ops
