@@ -57,8 +57,10 @@ std::size_t ReduceKernel::bytes_per_element() const {
   if (index_from_input) b += 4 * 3;
   if (with_index) b += 4 + 4 + 4 + 4 + 4 + 4;  // cmp, masks (4 bools), itile, iota, big, mexp
   if (combine == Combine::kProd && !column) b += 4;  // transposed work tile
-  // Per-output vectors (at most one per tile element): acc, partial, converted output.
-  b += 4 + 4 + sim::dtype_size(space.operands[kOut].dtype);
+  // Per-output vectors (at most one per tile element): acc, partial, converted output. The
+  // output buffer is sized for at least the 4-byte accumulation dtype: phase 1 of a split
+  // reduction (run_reduce) reuses this plan but stores raw fp32/int32 partials.
+  b += 4 + 4 + std::max<std::size_t>(sim::dtype_size(space.operands[kOut].dtype), 4);
   if (with_index) b += 4 + 4 + 8;
   return b;
 }

@@ -1,11 +1,428 @@
-// ATen indexing kernels over libmlu's index.h (index_select, gather, scatter_add, cat, embedding backward).
+// ATen indexing kernels over libmlu's index.h (index_select, gather, scatter_add, cat, embedding
+// forward and backward).
+//
+// torch 1.13 dispatch: index_select, gather, scatter_add(_), cat (structured: functional + .out),
+// embedding_dense_backward have CPU/CUDA kernels only and need ours; embedding is
+// CompositeExplicitAutograd (index_select + view) and is registered here too, over libmlu's
+// embedding_forward (one kernel; autograd keeps its formula, whose backward is
+// embedding_dense_backward); embedding_dense_backward.out, stack, concat and the Dimname
+// overloads are composites over these.
+//
+// Indices are range-checked by the kernels: an index out of range faults the kernel and the
+// error surfaces at the next synchronisation (as CUDA's device-side assert), naming the op, the
+// index and the bound.
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "mlusim/mlu/elementwise.h"
+#include "mlusim/mlu/index.h"
 #include "ops/op_support.h"
 
 namespace mlusim::bridge::ops {
-namespace {}  // namespace
+namespace {
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {}
+using at::IntArrayRef;
+using at::ScalarType;
+using at::Tensor;
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* name) {
+  const std::int64_t bound = std::max<std::int64_t>(ndim, 1);
+  TORCH_CHECK_INDEX(dim >= -bound && dim < bound, name, ": dimension out of range (expected to be in range of [",
+                    -bound, ", ", bound - 1, "], but got ", dim, ")");
+  return dim < 0 ? dim + bound : dim;
+}
+
+// 0-dim tensors are described as 1-d of one element (libmlu's index ops take dims >= 1).
+Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
+
+void check_out_dtype(const Tensor& out, ScalarType want) {
+  TORCH_CHECK(out.scalar_type() == want, "Expected out tensor to have dtype ", c10::toString(want), ", but got ",
+              out.scalar_type(), " instead");
+}
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream o;
+  o << s;
+  return o.str();
+}
+
+// dst = src (same dims) on the device; libmlu copy_strided converts dtypes.
+void device_copy(OpScope& op, const Tensor& src, const Tensor& dst) {
+  if (dst.numel() == 0) return;
+  op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),
+           "copy_strided");
+}
+
+// ---- index_select -----------------------------------------------------------------------------------
+
+Tensor& index_select_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out,
+                          bool allocate) {
+  const char* name = op.name();
+  check_on_device(index, op.device(), name, "index");
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  if (!allocate)
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar type");
+  dim = wrap_dim(dim, self.dim(), name);
+  std::vector<std::int64_t> shape(self.sizes().begin(), self.sizes().end());
+  Tensor idx = index;
+  if (self.dim() == 0) {
+    TORCH_CHECK_INDEX(index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+                      index.numel(), " value(s)");
+  } else {
+    shape[static_cast<std::size_t>(dim)] = index.numel();
+  }
+  if (allocate) out = empty_on(op.device(), shape, self.scalar_type());
+  else prepare_out(out, op.device(), shape, name);
+  if (!allocate) {
+    at::assert_no_internal_overlap(out);
+    at::assert_no_overlap(out, self);
+    at::assert_no_overlap(out, index);
+  }
+  const Tensor x = as_1d(self), y = as_1d(out), i = as_1d(idx);
+  op.check(mlu::index_select(op.handle(), desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
+                             desc(y, name), y.data_ptr()),
+           "index_select");
+  return out;
+}
+
+Tensor index_select(const Tensor& self, std::int64_t dim, const Tensor& index) {
+  OpScope op("aten::index_select", self);
+  Tensor out;
+  return index_select_impl(op, self, dim, index, out, true);
+}
+
+Tensor& index_select_out(const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out) {
+  OpScope op("aten::index_select.out", self);
+  return index_select_impl(op, self, dim, index, out, false);
+}
+
+// ---- gather -----------------------------------------------------------------------------------------
+
+std::int64_t nonempty_dim(const Tensor& t) { return std::max<std::int64_t>(t.dim(), 1); }
+std::int64_t nonempty_size(const Tensor& t, std::int64_t d) { return t.dim() == 0 ? 1 : t.size(d); }
+
+Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out, bool allocate) {
+  const char* name = op.name();
+  check_on_device(index, op.device(), name, "index");
+  TORCH_CHECK(index.scalar_type() == at::kLong, "gather(): Expected dtype int64 for index");
+  if (!allocate) check_out_dtype(out, self.scalar_type());
+  dim = wrap_dim(dim, self.dim(), name);
+  if (index.numel() > 0) {
+    TORCH_CHECK(nonempty_dim(index) == nonempty_dim(self),
+                "Index tensor must have the same number of dimensions as input tensor");
+    for (std::int64_t d = 0; d < nonempty_dim(self); ++d)
+      TORCH_CHECK(d == dim || nonempty_size(index, d) <= nonempty_size(self, d), "Size does not match at dimension ",
+                  d, " expected index ", shape_str(index.sizes()), " to be smaller than self ", shape_str(self.sizes()),
+                  " apart from dimension ", dim);
+  }
+  if (allocate) out = empty_on(op.device(), index.sizes(), self.scalar_type());
+  else prepare_out(out, op.device(), index.sizes(), name);
+  if (!allocate) {
+    at::assert_no_internal_overlap(out);
+    at::assert_no_overlap(out, self);
+    at::assert_no_partial_overlap(out, index);
+  }
+  if (out.numel() == 0) return out;
+  const Tensor x = as_1d(self), y = as_1d(out), i = as_1d(index);
+  op.check(mlu::gather(op.handle(), desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
+                       desc(y, name), y.data_ptr()),
+           "gather");
+  return out;
+}
+
+Tensor gather(const Tensor& self, std::int64_t dim, const Tensor& index, bool /*sparse_grad*/) {
+  OpScope op("aten::gather", self);
+  Tensor out;
+  return gather_impl(op, self, dim, index, out, true);
+}
+
+Tensor& gather_out(const Tensor& self, std::int64_t dim, const Tensor& index, bool /*sparse_grad*/, Tensor& out) {
+  OpScope op("aten::gather.out", self);
+  return gather_impl(op, self, dim, index, out, false);
+}
+
+// ---- scatter_add ------------------------------------------------------------------------------------
+
+void scatter_checks(const char* name, const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "scatter(): Expected dtype int64 for index");
+  TORCH_CHECK(src.scalar_type() == self.scalar_type(), "scatter(): Expected self.dtype to be equal to src.dtype");
+  if (index.numel() == 0) return;
+  TORCH_CHECK(nonempty_dim(self) == nonempty_dim(index),
+              "Index tensor must have the same number of dimensions as self tensor");
+  TORCH_CHECK(nonempty_dim(src) == nonempty_dim(index),
+              "Index tensor must have the same number of dimensions as src tensor");
+  bool ok = true;
+  for (std::int64_t d = 0; d < nonempty_dim(self); ++d) {
+    const std::int64_t i = nonempty_size(index, d);
+    ok = ok && i <= nonempty_size(src, d) && (d == dim || i <= nonempty_size(self, d));
+  }
+  TORCH_CHECK(ok, "Expected index ", shape_str(index.sizes()), " to be smaller than self ", shape_str(self.sizes()),
+              " apart from dimension ", dim, " and to be smaller size than src ", shape_str(src.sizes()));
+}
+
+void check_scatter_dtype(const Tensor& self, const char* name) {
+  const ScalarType t = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
+                              name, ": dtype ", t, " is not supported on device mlu (privateuseone) (scatter_add "
+                              "takes float32, float16, int32, int8, int64)");
+}
+
+// out = self with src added at index along dim; out may be self (in place).
+void scatter_add_into(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src,
+                      const Tensor& out) {
+  const char* name = op.name();
+  if (index.numel() == 0) {
+    if (!out.is_same(self)) device_copy(op, self, out);
+    return;
+  }
+  const Tensor s = as_1d(self), i = as_1d(index), u = as_1d(src), o = out.is_same(self) ? s : as_1d(out);
+  op.check(mlu::scatter_add(op.handle(), desc(s, name), s.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
+                            desc(u, name), u.data_ptr(), desc(o, name), o.data_ptr()),
+           "scatter_add");
+}
+
+Tensor scatter_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
+  OpScope op("aten::scatter_add", self);
+  check_on_device(index, op.device(), op.name(), "index");
+  check_on_device(src, op.device(), op.name(), "src");
+  dim = wrap_dim(dim, self.dim(), op.name());
+  scatter_checks(op.name(), self, dim, index, src);
+  check_scatter_dtype(self, op.name());
+  Tensor out = empty_like_dense(self, self.sizes(), self.scalar_type());
+  scatter_add_into(op, self, dim, index, src, out);
+  return out;
+}
+
+Tensor& scatter_add_(Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
+  OpScope op("aten::scatter_add_", self);
+  check_on_device(index, op.device(), op.name(), "index");
+  check_on_device(src, op.device(), op.name(), "src");
+  dim = wrap_dim(dim, self.dim(), op.name());
+  scatter_checks(op.name(), self, dim, index, src);
+  check_scatter_dtype(self, op.name());
+  at::assert_no_internal_overlap(self);
+  at::assert_no_overlap(self, index);
+  at::assert_no_overlap(self, src);
+  scatter_add_into(op, self, dim, index, src, self);
+  return self;
+}
+
+Tensor& scatter_add_out(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src, Tensor& out) {
+  OpScope op("aten::scatter_add.out", self);
+  check_on_device(index, op.device(), op.name(), "index");
+  check_on_device(src, op.device(), op.name(), "src");
+  dim = wrap_dim(dim, self.dim(), op.name());
+  scatter_checks(op.name(), self, dim, index, src);
+  check_out_dtype(out, self.scalar_type());
+  check_scatter_dtype(self, op.name());
+  prepare_out(out, op.device(), self.sizes(), op.name());
+  if (!out.is_same(self)) {
+    at::assert_no_internal_overlap(out);
+    at::assert_no_overlap(out, index);
+    at::assert_no_overlap(out, src);
+  }
+  scatter_add_into(op, self, dim, index, src, out);
+  return out;
+}
+
+// ---- cat --------------------------------------------------------------------------------------------
+
+bool skipped_in_cat(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }  // torch's legacy empty inputs
+
+c10::MemoryFormat cat_memory_format(const std::vector<Tensor>& inputs) {
+  c10::optional<c10::MemoryFormat> format;
+  for (const Tensor& t : inputs) {
+    const c10::MemoryFormat f = t.suggest_memory_format();
+    if (f == c10::MemoryFormat::Contiguous) return f;
+    if (format.has_value() && *format != f) return c10::MemoryFormat::Contiguous;
+    format = f;
+  }
+  return format.value_or(c10::MemoryFormat::Contiguous);
+}
+
+Tensor& cat_impl(OpScope& op, const std::vector<Tensor>& inputs, std::int64_t dim, Tensor& out, bool allocate) {
+  const char* name = op.name();
+  ScalarType dtype = inputs[0].scalar_type();
+  {
+    at::native::ResultTypeState state = {};
+    for (const Tensor& t : inputs) state = at::native::update_result_type_state(t, state);
+    dtype = at::native::result_type(state);
+  }
+  const Tensor* ref = nullptr;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    check_on_device(t, op.device(), name, "tensors");
+    TORCH_CHECK(t.dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    if (ref == nullptr && !skipped_in_cat(t)) ref = &t;
+  }
+  std::vector<std::int64_t> shape{0};
+  std::vector<const Tensor*> used;
+  if (ref != nullptr) {
+    dim = wrap_dim(dim, ref->dim(), name);
+    shape.assign(ref->sizes().begin(), ref->sizes().end());
+    shape[static_cast<std::size_t>(dim)] = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (skipped_in_cat(t)) continue;
+      TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ", ref->dim(), " and ",
+                  t.dim());
+      for (std::int64_t d = 0; d < t.dim(); ++d)
+        TORCH_CHECK(d == dim || t.size(d) == ref->size(d), "Sizes of tensors must match except in dimension ", dim,
+                    ". Expected size ", ref->size(d), " but got size ", t.size(d), " for tensor number ", i,
+                    " in the list.");
+      shape[static_cast<std::size_t>(dim)] += t.size(dim);
+      used.push_back(&t);
+    }
+  } else {
+    wrap_dim(dim, 1, name);
+  }
+  if (allocate) {
+    out = at::empty(shape, at::TensorOptions().device(op.device()).dtype(dtype).memory_format(cat_memory_format(inputs)));
+  } else {
+    TORCH_CHECK(c10::canCast(dtype, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output type ",
+                out.scalar_type());
+    check_on_device(out, op.device(), name, "out");
+    at::assert_no_internal_overlap(out);
+    for (const Tensor& t : inputs) at::assert_no_overlap(out, t);
+    prepare_out(out, op.device(), shape, name);
+  }
+  if (used.empty() || out.numel() == 0) return out;
+  std::vector<mlu::TensorDesc> descs;
+  descs.reserve(used.size());
+  std::vector<const mlu::TensorDesc*> dptrs;
+  std::vector<const void*> ptrs;
+  for (const Tensor* t : used) {
+    descs.push_back(desc(*t, name));
+    ptrs.push_back(t->data_ptr());
+  }
+  for (const mlu::TensorDesc& d : descs) dptrs.push_back(&d);
+  op.check(mlu::cat(op.handle(), dptrs, ptrs, static_cast<int>(dim), desc(out, name), out.data_ptr()), "cat");
+  return out;
+}
+
+std::vector<Tensor> materialize(const at::ITensorListRef& tensors) {
+  std::vector<Tensor> v;
+  for (const Tensor& t : tensors) v.push_back(t);
+  TORCH_CHECK(!v.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  return v;
+}
+
+Tensor cat(const at::ITensorListRef& tensors, std::int64_t dim) {
+  const std::vector<Tensor> inputs = materialize(tensors);
+  OpScope op("aten::cat", inputs[0]);
+  Tensor out;
+  return cat_impl(op, inputs, dim, out, true);
+}
+
+Tensor& cat_out(const at::ITensorListRef& tensors, std::int64_t dim, Tensor& out) {
+  const std::vector<Tensor> inputs = materialize(tensors);
+  OpScope op("aten::cat.out", out);
+  return cat_impl(op, inputs, dim, out, false);
+}
+
+// ---- embedding ----------------------------------------------------------------------------------------
+
+void check_indices(const Tensor& indices, const char* fn) {
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got ",
+              indices.scalar_type(), " instead (while checking arguments for ", fn, ")");
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::int64_t /*padding_idx*/,
+                 bool /*scale_grad_by_freq*/, bool /*sparse*/) {
+  OpScope op("aten::embedding", weight);
+  check_on_device(indices, op.device(), op.name(), "indices");
+  TORCH_CHECK(weight.dim() == 2, "'weight' must be 2-D");
+  check_indices(indices, "embedding");
+  std::vector<std::int64_t> shape(indices.sizes().begin(), indices.sizes().end());
+  shape.push_back(weight.size(1));
+  Tensor out = empty_on(op.device(), shape, weight.scalar_type());
+  op.check(mlu::embedding_forward(op.handle(), desc(weight, op.name()), weight.data_ptr(), desc(indices, op.name()),
+                                  indices.data_ptr(), desc(out, op.name()), out.data_ptr()),
+           "embedding_forward");
+  return out;
+}
+
+Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, c10::SymInt num_weights_sym,
+                                std::int64_t padding_idx, bool scale_grad_by_freq) {
+  OpScope op("aten::embedding_dense_backward", grad_output);
+  const char* name = op.name();
+  check_on_device(indices, op.device(), name, "indices");
+  check_indices(indices, "embedding_backward");
+  const std::int64_t num_weights = num_weights_sym.expect_int();
+  TORCH_CHECK(num_weights >= 0, name, ": num_weights must be non-negative, got ", num_weights);
+  const ScalarType t = grad_output.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name, ": dtype ", t, " is not supported on device mlu "
+                              "(privateuseone) (embedding backward takes float32, float16)");
+  TORCH_CHECK(grad_output.dim() >= 1, name, ": grad_output must have at least one dim");
+  const std::int64_t d = grad_output.size(-1);
+  std::vector<std::int64_t> want(indices.sizes().begin(), indices.sizes().end());
+  want.push_back(d);
+  Tensor grad = grad_output;
+  if (grad.sizes() != IntArrayRef(want)) {
+    TORCH_CHECK(grad.numel() == indices.numel() * d, name, ": grad_output ", shape_str(grad.sizes()),
+                " does not match indices ", shape_str(indices.sizes()), " + [", d, "]");
+    grad = grad.view(want);
+  }
+  Tensor grad_weight = empty_on(op.device(), {num_weights, d}, t);
+  c10::optional<std::int64_t> pad;
+  if (padding_idx >= 0) pad = padding_idx;
+  std::optional<std::int64_t> mpad;
+  if (pad.has_value()) mpad = *pad;
+  op.check(mlu::embedding_backward(op.handle(), desc(grad, name), grad.data_ptr(), desc(indices, name),
+                                   indices.data_ptr(), mpad, desc(grad_weight, name), grad_weight.data_ptr()),
+           "embedding_backward");
+  if (scale_grad_by_freq && indices.numel() > 0 && grad_weight.numel() > 0) {
+    // Each row divided by how often its index occurs (torch scales every contribution by
+    // 1 / count; rows never indexed stay zero): counts = scatter_add of ones, clamped to >= 1.
+    Tensor flat = indices;
+    if (!indices.is_contiguous()) {
+      flat = empty_on(op.device(), indices.sizes(), indices.scalar_type());
+      device_copy(op, indices, flat);
+    }
+    flat = flat.view({indices.numel()});
+    Tensor counts = empty_on(op.device(), {num_weights}, at::kFloat);
+    Tensor ones = empty_on(op.device(), {indices.numel()}, at::kFloat);
+    op.check(mlu::fill(op.handle(), 0.0, desc(counts, name), counts.data_ptr()), "fill");
+    op.check(mlu::fill(op.handle(), 1.0, desc(ones, name), ones.data_ptr()), "fill");
+    const mlu::TensorDesc cd = desc(counts, name);
+    op.check(mlu::scatter_add(op.handle(), cd, counts.data_ptr(), 0, desc(flat, name), flat.data_ptr(),
+                              desc(ones, name), ones.data_ptr(), cd, counts.data_ptr()),
+             "scatter_add");
+    op.check(mlu::clamp(op.handle(), cd, counts.data_ptr(), 1.0, std::nullopt, cd, counts.data_ptr()), "clamp");
+    const Tensor col = counts.view({num_weights, 1});
+    const mlu::TensorDesc gd = desc(grad_weight, name);
+    op.check(mlu::binary(op.handle(), mlu::BinaryOp::kDiv, gd, grad_weight.data_ptr(), desc(col, name), col.data_ptr(),
+                         gd, grad_weight.data_ptr()),
+             "binary (div)");
+  }
+  return grad_weight;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select", TORCH_FN(index_select));
+  m.impl("index_select.out", TORCH_FN(index_select_out));
+  m.impl("gather", TORCH_FN(gather));
+  m.impl("gather.out", TORCH_FN(gather_out));
+  m.impl("scatter_add", TORCH_FN(scatter_add));
+  m.impl("scatter_add_", TORCH_FN(scatter_add_));
+  m.impl("scatter_add.out", TORCH_FN(scatter_add_out));
+  m.impl("cat", TORCH_FN(cat));
+  m.impl("cat.out", TORCH_FN(cat_out));
+  m.impl("embedding", TORCH_FN(embedding));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward));
+}
 
 }  // namespace mlusim::bridge::ops

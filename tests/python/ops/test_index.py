@@ -1,0 +1,331 @@
+"""Indexing ops on the device (torch_bridge/src/ops/index_ops.cpp over libmlu index.h) against
+torch's CPU results: index_select, gather, scatter_add (functional, in-place, out=), cat
+(functional, out=), embedding forward and embedding_dense_backward (F.embedding / nn.Embedding
+with padding_idx and scale_grad_by_freq); non-contiguous inputs, int32/int64 indices, 0-dim and
+empty tensors, fp16 / integer / bool data, errors (bad shapes / dtypes, out-of-range indices,
+which surface at the next synchronisation like CUDA's device-side asserts)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+DTYPES = [torch.float32, torch.float16, torch.int64, torch.int32, torch.int8, torch.bool]
+
+
+def sample(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    return torch.randint(-50, 50, shape, generator=g).to(dtype)
+
+
+def indices(high, shape, dtype=torch.int64, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, high, shape, generator=g).to(dtype)
+
+
+def close(got, want, **kw):
+    assert got.device.type == "privateuseone"
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, **kw)
+
+
+def on_device_views(x, dev):
+    """x on the device: contiguous, transposed storage, and a strided slice."""
+    out = [x.to(dev)]
+    if x.dim() >= 2:
+        out.append(x.transpose(0, 1).contiguous().to(dev).transpose(0, 1))
+        big = torch.zeros((x.shape[0] * 2,) + tuple(x.shape[1:]), dtype=x.dtype)
+        big[::2] = x
+        out.append(big.to(dev)[::2])
+    return out
+
+
+def ran_on_device(name):
+    torch_mlu.synchronize()
+    ops = {o["name"]: o for o in torch_mlu.cycle_report(format="json")["ops"]}
+    return name in ops and ops[name]["kernels"] > 0
+
+
+# ---- index_select ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_index_select(dev, dtype):
+    x = sample((5, 7, 3), dtype)
+    for d in on_device_views(x, dev):
+        for dim in (0, 1, -1, 2):
+            for idx_dtype in (torch.int64, torch.int32):
+                idx = indices(x.shape[dim], (9,), idx_dtype)
+                close(d.index_select(dim, idx.to(dev)), x.index_select(dim, idx))
+    d = x.to(dev)
+    strided_idx = indices(5, (12,)).to(dev)[::3]  # non-contiguous index
+    close(d.index_select(0, strided_idx), x.index_select(0, strided_idx.cpu()))
+    close(d.index_select(1, torch.tensor(4).to(dev)), x.index_select(1, torch.tensor(4)))  # 0-dim index
+    close(d.index_select(1, torch.empty(0, dtype=torch.int64).to(dev)), x.index_select(1, torch.empty(0, dtype=torch.int64)))
+    out = torch.empty(0, dtype=dtype, device=dev)
+    idx = indices(7, (4,))
+    torch.index_select(d, 1, idx.to(dev), out=out)
+    close(out, x.index_select(1, idx))
+
+
+def test_index_select_edge_cases_and_errors(dev):
+    s = torch.tensor(3.5)
+    close(s.to(dev).index_select(0, torch.tensor([0]).to(dev)), s.index_select(0, torch.tensor([0])))
+    e = torch.empty(0, 4)
+    close(e.to(dev).index_select(1, torch.tensor([3, 0]).to(dev)), e.index_select(1, torch.tensor([3, 0])))
+    x = sample((4, 5), torch.float32)
+    d = x.to(dev)
+    with pytest.raises(RuntimeError, match="index_select"):
+        d.index_select(0, torch.tensor([0.0]).to(dev))
+    with pytest.raises(IndexError, match="index_select"):
+        d.index_select(0, torch.tensor([[0]]).to(dev))
+    with pytest.raises(IndexError, match="out of range"):
+        d.index_select(2, torch.tensor([0]).to(dev))
+    with pytest.raises(RuntimeError, match="index_select"):
+        torch.index_select(d, 0, torch.tensor([0]).to(dev), out=torch.empty(0, dtype=torch.float16, device=dev))
+    with pytest.raises(RuntimeError, match="index_select"):
+        d.index_select(0, torch.tensor([0]))  # index on the CPU
+    # An index out of range faults the kernel: reported at the next synchronisation.
+    with pytest.raises(RuntimeError, match="index_select: index 7 is out of range for dim 0 of size 4"):
+        d.index_select(0, torch.tensor([1, 7]).to(dev)).cpu()
+    with pytest.raises(RuntimeError, match="out of range"):
+        d.index_select(1, torch.tensor([-1]).to(dev)).cpu()
+    close(d.index_select(0, torch.tensor([3, 1]).to(dev)), x.index_select(0, torch.tensor([3, 1])))  # still usable
+
+
+# ---- gather ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gather(dev, dtype):
+    x = sample((5, 6, 4), dtype)
+    for d in on_device_views(x, dev):
+        for dim in (0, 1, -1):
+            shape = [3, 4, 2]
+            shape[dim] = 8  # along dim the index may be longer than self
+            idx = indices(x.shape[dim], tuple(shape))
+            close(torch.gather(d, dim, idx.to(dev)), torch.gather(x, dim, idx))
+            idx_t = idx.transpose(0, 2).contiguous().to(dev).transpose(0, 2)  # non-contiguous index
+            close(torch.gather(d, dim, idx_t), torch.gather(x, dim, idx))
+    out = torch.empty(0, dtype=dtype, device=dev)
+    idx = indices(6, (5, 2, 4))
+    torch.gather(x.to(dev), 1, idx.to(dev), out=out)
+    close(out, torch.gather(x, 1, idx))
+
+
+def test_gather_edge_cases_and_errors(dev):
+    s = torch.tensor(2.0)
+    close(torch.gather(s.to(dev), 0, torch.tensor(0).to(dev)), torch.gather(s, 0, torch.tensor(0)))
+    close(torch.gather(s.to(dev), 0, torch.tensor([0, 0]).to(dev)), torch.gather(s, 0, torch.tensor([0, 0])))
+    x = sample((3, 4), torch.float32)
+    d = x.to(dev)
+    empty_idx = torch.empty(0, 4, dtype=torch.int64)
+    close(torch.gather(d, 0, empty_idx.to(dev)), torch.gather(x, 0, empty_idx))
+    with pytest.raises(RuntimeError, match="gather"):
+        torch.gather(d, 0, torch.zeros(1, 1, dtype=torch.int32).to(dev))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.gather(d, 0, torch.zeros(2, dtype=torch.int64).to(dev))
+    with pytest.raises(RuntimeError, match="Size does not match at dimension 0"):
+        torch.gather(d, 1, torch.zeros(5, 2, dtype=torch.int64).to(dev))
+    with pytest.raises(RuntimeError, match="gather: index 4 is out of range"):
+        torch.gather(d, 1, torch.tensor([[0, 4]]).to(dev)).cpu()
+    close(torch.gather(d, 1, torch.tensor([[3, 0]]).to(dev)), torch.gather(x, 1, torch.tensor([[3, 0]])))
+
+
+# ---- scatter_add -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.int32, torch.int8], ids=str)
+def test_scatter_add(dev, dtype):
+    x = sample((5, 6, 4), dtype)
+    src = sample((7, 6, 5), dtype, seed=3)
+    kw = dict(atol=1e-2, rtol=1e-2) if dtype == torch.float16 else {}
+    for d in on_device_views(x, dev):
+        for dim in (0, 1, -1):
+            shape = [4, 5, 3]
+            shape[dim] = 5
+            idx = indices(x.shape[dim], tuple(shape))  # duplicates accumulate
+            want = torch.scatter_add(x, dim, idx, src)
+            close(torch.scatter_add(d, dim, idx.to(dev), src.to(dev)), want, **kw)
+            close(d, x)  # the functional form leaves self alone
+            for t in on_device_views(x, dev):  # in place, also into transposed / strided views
+                r = t.scatter_add_(dim, idx.to(dev), src.to(dev))
+                assert r is t
+                close(t, want, **kw)
+    d = x.to(dev)
+    idx = indices(5, (3, 6, 4))
+    out = torch.empty(0, dtype=dtype, device=dev)
+    torch.scatter_add(d, 0, idx.to(dev), src.to(dev), out=out)
+    close(out, torch.scatter_add(x, 0, idx, src), **kw)
+    close(d, x)  # self untouched by the functional / out= forms
+
+
+def test_scatter_add_edge_cases_and_errors(dev):
+    x = sample((3, 4), torch.float32)
+    d = x.to(dev)
+    empty_idx = torch.empty(0, dtype=torch.int64)
+    close(torch.scatter_add(d, 0, empty_idx.to(dev), torch.empty(0).to(dev)), torch.scatter_add(x, 0, empty_idx, torch.empty(0)))
+    s = torch.tensor(1.5)
+    close(torch.scatter_add(s.to(dev), 0, torch.tensor(0).to(dev), torch.tensor(2.0).to(dev)),
+          torch.scatter_add(s, 0, torch.tensor(0), torch.tensor(2.0)))
+    with pytest.raises(RuntimeError, match="scatter\\(\\): Expected dtype int64"):
+        d.scatter_add(0, torch.zeros(1, 1, dtype=torch.int32).to(dev), d)
+    with pytest.raises(RuntimeError, match="scatter\\(\\): Expected self.dtype to be equal to src.dtype"):
+        d.scatter_add(0, torch.zeros(1, 1, dtype=torch.int64).to(dev), d.cpu().half().to(dev))
+    with pytest.raises(RuntimeError, match="smaller"):
+        d.scatter_add(0, torch.zeros(2, 5, dtype=torch.int64).to(dev), torch.zeros(2, 2).to(dev))
+    with pytest.raises(NotImplementedError, match="scatter_add"):
+        torch.zeros(3, dtype=torch.bool).to(dev).scatter_add(0, torch.tensor([0]).to(dev),
+                                                             torch.ones(1, dtype=torch.bool).to(dev))
+    with pytest.raises(RuntimeError, match="scatter_add: index 3 is out of range"):
+        d.scatter_add(0, torch.tensor([[3]]).to(dev), d).cpu()
+    close(d.scatter_add(0, torch.tensor([[2]]).to(dev), d), x.scatter_add(0, torch.tensor([[2]]), x))
+
+
+# ---- cat ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_cat(dev, dtype):
+    a, b, c = sample((3, 4, 2), dtype), sample((3, 5, 2), dtype, 1), sample((3, 1, 2), dtype, 2)
+    for da, db in zip(on_device_views(a, dev), on_device_views(b, dev)):
+        close(torch.cat([da, db, c.to(dev)], 1), torch.cat([a, b, c], 1))
+        close(torch.cat([da, db, c.to(dev)], -2), torch.cat([a, b, c], -2))
+    close(torch.cat([a.to(dev), a.to(dev)], 0), torch.cat([a, a], 0))
+    close(torch.cat([a.to(dev), a.to(dev)], 2), torch.cat([a, a], 2))
+    close(torch.cat([a.to(dev)]), torch.cat([a]))
+    out = torch.empty(0, dtype=dtype, device=dev)
+    torch.cat([a.to(dev), c.to(dev)], 1, out=out)
+    close(out, torch.cat([a, c], 1))
+
+
+def test_cat_promotion_empty_inputs_and_layouts(dev):
+    a, b = sample((2, 3), torch.float32), sample((2, 3), torch.int32)
+    close(torch.cat([a.to(dev), b.to(dev)]), torch.cat([a, b]))  # promotes to float32
+    h = sample((1, 3), torch.float16)
+    close(torch.cat([h.to(dev), a.to(dev)]), torch.cat([h, a]))
+    out = torch.empty(0, dtype=torch.float32, device=dev)
+    torch.cat([b.to(dev), b.to(dev)], 1, out=out)  # int -> float out
+    close(out, torch.cat([b, b], 1, out=torch.empty(0)))
+    legacy = torch.empty(0)
+    close(torch.cat([a.to(dev), legacy.to(dev), a.to(dev)], 1), torch.cat([a, legacy, a], 1))  # skipped
+    close(torch.cat([legacy.to(dev), legacy.to(dev)]), torch.cat([legacy, legacy]))
+    z = torch.empty(0, 3)
+    close(torch.cat([z.to(dev), a.to(dev), z.to(dev)]), torch.cat([z, a, z]))
+    many = [sample((1, 2), torch.float32, i) for i in range(12)]
+    close(torch.cat([m.to(dev) for m in many]), torch.cat(many))
+    close(torch.stack([a.to(dev), a.to(dev)], 1), torch.stack([a, a], 1))  # stack -> cat
+    cl = sample((2, 3, 4, 5), torch.float32).to(memory_format=torch.channels_last)
+    got = torch.cat([cl.to(dev), cl.to(dev)], 1)
+    assert got.is_contiguous(memory_format=torch.channels_last)
+    close(got, torch.cat([cl, cl], 1))
+
+
+def test_cat_errors(dev):
+    x = sample((3, 4), torch.float32).to(dev)
+    with pytest.raises(RuntimeError, match="non-empty list"):
+        torch.cat([])
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([x, torch.zeros(3, 5).to(dev)])
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        torch.cat([x, torch.zeros(3).to(dev)])
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
+        torch.cat([x, torch.tensor(1.0).to(dev)])
+    with pytest.raises(IndexError, match="out of range"):
+        torch.cat([x, x], 2)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.cat([x, x], out=torch.empty(0, dtype=torch.int64, device=dev))
+    with pytest.raises(RuntimeError, match="cat"):
+        torch.cat([x, torch.zeros(3, 4)])  # a CPU input
+    close(torch.cat([x, x]), torch.cat([x.cpu(), x.cpu()]))
+
+
+# ---- embedding -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("idx_dtype", [torch.int64, torch.int32], ids=str)
+def test_embedding_forward_backward(dev, dtype, idx_dtype):
+    kw = dict(atol=1e-2, rtol=1e-2) if dtype == torch.float16 else {}
+    w = sample((10, 6), dtype)
+    idx = indices(10, (4, 5), idx_dtype)
+    idx[0, :3] = 2  # repeated rows accumulate
+    grad = sample((4, 5, 6), dtype, seed=7)
+    for padding_idx in (None, 2, -1):
+        for scale in (False, True):
+            wc = w.clone().requires_grad_()
+            wd = w.to(dev).requires_grad_()
+            want = F.embedding(idx, wc.float() if dtype == torch.float16 else wc, padding_idx, scale_grad_by_freq=scale)
+            got = F.embedding(idx.to(dev), wd, padding_idx, scale_grad_by_freq=scale)
+            close(got, want.to(dtype), **kw)
+            want.backward(grad.float() if dtype == torch.float16 else grad)
+            got.backward(grad.to(dev))
+            close(wd.grad, wc.grad, **kw)
+
+
+def test_embedding_module_and_errors(dev):
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(7, 3, padding_idx=0)
+    emb_d = torch.nn.Embedding(7, 3, padding_idx=0)
+    emb_d.load_state_dict(emb.state_dict())
+    emb_d = emb_d.to(dev)
+    idx = torch.tensor([[0, 1, 6], [6, 6, 0]])
+    out, out_d = emb(idx), emb_d(idx.to(dev))
+    close(out_d, out.detach())
+    g = torch.randn(2, 3, 3)
+    out.backward(g)
+    out_d.backward(g.to(dev))
+    close(emb_d.weight.grad, emb.weight.grad)
+    assert torch.count_nonzero(emb_d.weight.grad.cpu()[0]) == 0  # the padding row gets no gradient
+    # empty indices
+    e = torch.empty(0, dtype=torch.int64)
+    wd = torch.randn(4, 2).to(dev).requires_grad_()
+    r = F.embedding(e.to(dev), wd)
+    assert r.shape == (0, 2)
+    r.backward(torch.empty(0, 2).to(dev))
+    close(wd.grad, torch.zeros(4, 2))
+    # bad arguments
+    w = torch.randn(5, 3).to(dev)
+    with pytest.raises(RuntimeError, match="indices"):
+        torch.embedding(w, torch.tensor([0.0]).to(dev))
+    with pytest.raises(RuntimeError, match="2-D"):
+        torch.embedding(torch.randn(5).to(dev), torch.tensor([0]).to(dev))
+    with pytest.raises(RuntimeError, match="embedding: index 5 is out of range"):
+        F.embedding(torch.tensor([5]).to(dev), w).cpu()
+    close(F.embedding(torch.tensor([4]).to(dev), w), w.cpu()[4:5])
+
+
+# ---- it runs on the device ---------------------------------------------------------------------------------------
+
+def test_kernels_ran_on_the_device(dev):
+    x = sample((4, 5), torch.float32).to(dev)
+    i = torch.tensor([[0, 1, 2, 3, 0]]).to(dev)
+    torch_mlu.reset_stats()
+    x.index_select(0, i[0, :2])
+    x.gather(0, i)
+    x.scatter_add(0, i, x)
+    torch.cat([x, x])
+    w = x.clone().requires_grad_()
+    F.embedding(i, w).backward(torch.randn(1, 5, 5).to(dev))
+    for name in ("aten::index_select", "aten::gather", "aten::scatter_add", "aten::cat", "aten::embedding",
+                 "aten::embedding_dense_backward"):
+        assert ran_on_device(name), name
+    assert torch_mlu.cpu_fallback_counts() == {}
+
+
+def test_out_into_non_contiguous_views(dev):
+    a, b = torch.randn(3, 6), torch.randn(5, 6)
+    big = torch.zeros(8, 12).to(dev)
+    out = big[:, ::2]
+    torch.cat([a.to(dev), b.to(dev)], out=out)
+    close(out, torch.cat([a, b]))
+    assert torch.count_nonzero(big.cpu()[:, 1::2]) == 0  # the gaps are untouched
+    x = torch.randn(4, 5)
+    idx = torch.tensor([4, 0, 1, 1, 2])
+    out = torch.zeros(4, 10).to(dev)[:, ::2]
+    torch.index_select(x.to(dev), 1, idx.to(dev), out=out)
+    close(out, x.index_select(1, idx))
+    out = torch.zeros(10, 5).to(dev)[::2]
+    g = torch.tensor([[0, 1, 2, 3, 0]] * 5)
+    torch.gather(x.to(dev), 0, g.to(dev), out=out)
+    close(out, torch.gather(x, 0, g))
