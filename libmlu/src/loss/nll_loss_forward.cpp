@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <string>
 
+#include "mlusim/mlu/elementwise.h"
+
 #include "common/error.h"
 #include "common/launch.h"
 #include "loss/nll_common.h"
@@ -158,7 +160,9 @@ Status nll_loss_forward(Handle* h, LossReduction reduction, std::int64_t ignore_
       std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, needs " + std::to_string(need));
   const std::int64_t samples = s.samples();
   if (samples == 0 && !reduce) {
-    record(*h, op, 0, 0, 0);
+    // Nothing to compute, but total_weight is defined for kNone too (0).
+    MLU_RETURN_IF_ERROR(fill(h, 0.0, total_weight, total_weight_ptr));
+    record(*h, op, 0, total_weight.element_size(), 0);
     return Status::kSuccess;
   }
 
