@@ -31,8 +31,9 @@ Status TensorDesc::set(DType dtype, const std::vector<std::int64_t>& dims, const
     MLU_CHECK(dims[i] < (std::int64_t{1} << 40) && strides[i] < (std::int64_t{1} << 40), Status::kNumericalOverflow,
               "tensor descriptor: dim or stride " + std::to_string(i) + " is too large");
   }
-  // No partial overlap: sorted by stride, each non-broadcast dim must step past the extent of
-  // the dims below it (the same rule as torch's "internal overlap" check).
+  // No partial overlap: sorted by stride, each non-broadcast dim must step past the largest
+  // offset the dims below it reach (1 + sum of (dim - 1) x stride), so every index has its own
+  // element: x[:, ::2] of a [9, 11] tensor (dims [9, 6], strides [11, 2]) is fine.
   std::vector<std::size_t> order(dims.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return strides[a] < strides[b]; });
@@ -41,7 +42,7 @@ Status TensorDesc::set(DType dtype, const std::vector<std::int64_t>& dims, const
     MLU_CHECK(strides[i] >= span, Status::kBadParam,
               "tensor descriptor: stride " + std::to_string(i) + " = " + std::to_string(strides[i]) +
                   " makes elements overlap (needs >= " + std::to_string(span) + ")");
-    span = strides[i] * dims[i];
+    span += (dims[i] - 1) * strides[i];
   }
   dtype_ = dtype;
   dims_ = dims;

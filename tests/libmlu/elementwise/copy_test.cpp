@@ -53,6 +53,17 @@ TEST_F(CopyStridedTest, SlicedSourceAndDestination) {
   check_copy({5, 7}, {11, 1}, {5, 7}, {14, 2}, 7);
 }
 
+// A column-stepped view whose row stride equals its extent (b[:, ::2] of a [9, 11] tensor: dims
+// [9, 6], strides [11, 2], last element of a row at offset 10) does not overlap itself.
+TEST_F(CopyStridedTest, ColumnSteppedViewsAreNotOverlapping) {
+  check_copy({9, 6}, {11, 2}, {9, 6}, {6, 1}, 12);
+  check_copy({9, 6}, {6, 1}, {9, 6}, {11, 2}, 13);
+  TensorDesc d;
+  EXPECT_EQ(d.set(DType::kFloat32, {3, 4}, {3, 1}), Status::kBadParam) << "rows overlap: stride 3 < extent 4";
+  EXPECT_EQ(d.set(DType::kFloat32, {2, 3, 2}, {6, 2, 1}), Status::kSuccess);
+  EXPECT_EQ(d.set(DType::kFloat32, {2, 3, 2}, {5, 2, 1}), Status::kBadParam) << "offset 5 reached twice";
+}
+
 TEST_F(CopyStridedTest, ExpandBroadcastsStrideZero) {
   check_copy({1, 7}, {7, 1}, {6, 7}, {7, 1}, 8);    // row broadcast
   check_copy({6, 1}, {1, 1}, {6, 7}, {7, 1}, 9);    // column broadcast
