@@ -1,5 +1,5 @@
 """Device tensors: creation, host <-> device round trips, views that alias, resize_, set_,
-item(), zero/fill by memset, printing, pinned memory."""
+item(), zero/fill (memset for byte patterns, libmlu fill otherwise), printing, pinned memory."""
 
 import pytest
 import torch
@@ -140,14 +140,19 @@ def test_zero_and_byte_pattern_fills_use_memset(dev):
     assert torch_mlu.cpu_fallback_counts() == {}
 
 
-def test_other_fills_need_the_fallback(dev):
-    with pytest.raises(NotImplementedError, match=r"aten::fill_\.Scalar has no kernel for device mlu"):
-        torch.ones(3, device=dev)
-    torch_mlu.set_cpu_fallback(True)
-    with pytest.warns(UserWarning, match=r"aten::fill_\.Scalar"):
-        o = torch.ones(3, device=dev)
+def test_other_fills_and_gapped_zero_run_libmlu_fill(dev):
+    torch_mlu.reset_stats()
+    o = torch.ones(3, device=dev)  # not a byte pattern
     assert torch.equal(o.cpu(), torch.ones(3))
-    assert torch_mlu.cpu_fallback_counts() == {"aten::fill_.Scalar": 1}
+    g = torch.full((4, 6), 5, dtype=torch.int64, device=dev)
+    g[:, 1::2].zero_()  # a view with gaps
+    expected = torch.full((4, 6), 5, dtype=torch.int64)
+    expected[:, 1::2] = 0
+    assert torch.equal(g.cpu(), expected)
+    torch_mlu.synchronize()
+    ops = {op["name"]: op for op in torch_mlu.cycle_report(format="json")["ops"]}
+    assert ops["aten::fill_.Scalar"]["kernels"] > 0 and ops["aten::zero_"]["kernels"] > 0
+    assert torch_mlu.cpu_fallback_counts() == {}
 
 
 def test_printing(dev):

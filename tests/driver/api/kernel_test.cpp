@@ -37,6 +37,34 @@ TEST_F(KernelTest, SaxpyComputesOnTheDevice) {
   ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
 }
 
+// Launch tags name the kernels of one thread (a framework op) in their records; the records also
+// carry each kernel's own DRAM traffic.
+TEST_F(KernelTest, LaunchTagsAndPerKernelTrafficReachTheRecords) {
+  constexpr int n = 1024;
+  void* dx = dmalloc(n * sizeof(float));
+  void* dy = dmalloc(n * sizeof(float));
+  float a = 1.0f;
+  int count = n;
+  void* args[] = {&dx, &dy, &a, &count};
+  ASSERT_EQ(mlusimSetLaunchTag("aten::add.out"), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(2), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag(nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(2), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag(std::string(300, 'x').c_str()), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag(""), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  mlusimKernelRecord_t r[3];
+  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(mlusimGetKernelRecord(0, i, &r[i]), cnrtSuccess);
+  EXPECT_STREQ(r[0].tag, "aten::add.out");
+  EXPECT_STREQ(r[1].tag, "") << "cleared by NULL";
+  EXPECT_EQ(std::string(r[2].tag), std::string(127, 'x')) << "truncated to 127 bytes";
+  // saxpy reads x and y and writes y: 2n floats read from GDRAM, n written.
+  EXPECT_EQ(r[0].read_bytes[1], 2u * n * sizeof(float));
+  EXPECT_EQ(r[0].write_bytes[1], 1u * n * sizeof(float));
+  EXPECT_EQ(r[2].read_bytes[1], 0u);
+}
+
 TEST_F(KernelTest, InvalidKernelsAndArguments) {
   int handle_like = 0;
   void* d = dmalloc(64);

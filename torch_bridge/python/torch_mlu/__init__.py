@@ -152,7 +152,8 @@ from .memory import (  # noqa: E402
     set_per_process_memory_fraction,
 )
 from .random import initial_seed, manual_seed, manual_seed_all, seed, seed_all  # noqa: E402
-from .sim import config_name, cycle_report, device_stats, load_config, reset_stats, trace  # noqa: E402
+from .sim import (  # noqa: E402
+    config_name, cycle_report, device_stats, load_config, reset_stats, set_timing_only, trace)
 from . import _patches  # noqa: E402
 
 _patches.install(_sys.modules[__name__])

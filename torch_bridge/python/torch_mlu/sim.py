@@ -32,6 +32,12 @@ def config_name():
     return _C.config_name()
 
 
+def set_timing_only(enabled):
+    """Timing-only mode: kernels take the same simulated time but skip floating-point arithmetic
+    (float results are garbage; integer results and copies stay exact). For fast performance runs."""
+    _C.set_timing_only(bool(enabled))
+
+
 @contextlib.contextmanager
 def trace(path, level="ops"):
     """Records a timeline while the block runs and writes it to `path` (Chrome trace-event JSON;

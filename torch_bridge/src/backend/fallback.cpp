@@ -18,8 +18,6 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
-#include <ATen/ops/fill_ops.h>
-#include <ATen/ops/zero_ops.h>
 #include <torch/library.h>
 
 #include "backend/host_ops.h"
@@ -128,14 +126,6 @@ at::Tensor pin(const at::Tensor& self) {
   pinned.set_(storage, 0, self.sizes(), strides);
   pinned.copy_(self);
   return pinned;
-}
-
-void fallback_fill_(const at::Tensor& self, const at::Scalar& value) {
-  at::native::call_fallback_fn<&mlu_cpu_fallback, at::_ops::fill__Scalar>::call(const_cast<at::Tensor&>(self), value);
-}
-
-void fallback_zero_(const at::Tensor& self) {
-  at::native::call_fallback_fn<&mlu_cpu_fallback, at::_ops::zero_>::call(const_cast<at::Tensor&>(self));
 }
 
 }  // namespace host

@@ -1,6 +1,5 @@
-// The host halves of transfers and the CPU fallback entry points. Implemented in fallback.cpp,
-// the only file of the bridge that calls CPU operators: everything here works on CPU tensors
-// (staging host data for a copy, pinning) or is the explicit CPU fallback.
+// The host halves of transfers. Implemented in fallback.cpp, the only file of the bridge that
+// calls CPU operators: everything here works on CPU tensors (staging host data for a copy, pinning).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,10 +17,5 @@ at::Tensor view(const at::Tensor& buffer, at::IntArrayRef sizes, at::IntArrayRef
 void copy(const at::Tensor& dst, const at::Tensor& src);
 // A copy of CPU tensor `self` in pinned host memory (same sizes and strides where dense).
 at::Tensor pin(const at::Tensor& self);
-
-// The CPU fallback for ops the device handles only in part (e.g. fill_ with values that are not
-// a byte pattern): raises by default, runs on the CPU when the fallback is enabled.
-void fallback_fill_(const at::Tensor& self, const at::Scalar& value);
-void fallback_zero_(const at::Tensor& self);
 
 }  // namespace mlusim::bridge::host

@@ -69,6 +69,7 @@ struct OpTotals {
 };
 
 std::mutex g_ops_mu;
+std::atomic<std::uint64_t> g_op_calls{0};
 std::map<int, std::map<std::string, OpTotals>> g_ops;  // device -> aten op -> totals
 
 // ---- cycle report ----------------------------------------------------------------------------------
@@ -540,7 +541,10 @@ void op_table_add(int device, const char* aten_op, std::uint64_t macs, std::uint
   t.kernels += kernels;
 }
 
+std::uint64_t op_calls() { return g_op_calls.load(std::memory_order_relaxed); }
+
 void op_table_count_call(int device, const char* aten_op) {
+  g_op_calls.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_ops_mu);
   ++g_ops[device][aten_op].calls;
 }

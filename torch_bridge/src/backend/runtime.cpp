@@ -528,4 +528,9 @@ std::string config_name() {
   return buf;
 }
 
+void set_timing_only(bool enabled) {
+  ensure_started();
+  check(mlusimSetTimingOnly(enabled ? 1 : 0), "mlusimSetTimingOnly");
+}
+
 }  // namespace mlusim::bridge

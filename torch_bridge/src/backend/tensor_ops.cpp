@@ -8,17 +8,18 @@
 //
 // Copies mirror CUDA's copy_kernel_cuda: host data is staged on the host (dtype conversion,
 // layout) and moves in one transfer; device data never goes through a CPU operator. A device
-// copy that is not a plain memcpy (different dtype or layout) needs a device kernel: the libmlu
-// follow-up plugs copy_strided into device_copy_strided() below.
+// copy that is not a plain memcpy (different dtype or layout) is libmlu's copy_strided kernel
+// (device_copy_strided() below, ops/copy_kernels.h).
 #include <cstring>
-#include <sstream>
 
 #include <ATen/Dispatch.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
@@ -29,18 +30,13 @@
 #include "backend/internal.h"
 #include "mlusim/torch/api.h"
 #include "mlusim/torch/device.h"
+#include "ops/copy_kernels.h"
 
 namespace mlusim::bridge {
 namespace {
 
 using at::IntArrayRef;
 using at::Tensor;
-
-std::string describe(const Tensor& t) {
-  std::ostringstream o;
-  o << t.scalar_type() << t.sizes() << " strides " << t.strides() << " on " << t.device();
-  return o.str();
-}
 
 std::size_t nbytes(const Tensor& t) { return static_cast<std::size_t>(t.numel()) * t.element_size(); }
 
@@ -56,15 +52,12 @@ void sync(cnrtQueue_t q) { check_cnrt(cnrtQueueSync(q), "cnrtQueueSync"); }
 
 // ---- device <-> device --------------------------------------------------------------------------
 
-// dst = src on one device for any strides and dtypes. Without the operator library only a
-// memcpy-shaped copy is possible.
+// dst = src on one device for any strides and dtypes (src broadcast to dst): libmlu copy_strided.
 void device_copy_strided(const Tensor& src, const Tensor& dst) {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "aten::_copy_from: copying ", describe(src), " to ", describe(dst),
-                              " needs a strided/converting copy kernel on device mlu (privateuseone) "
-                              "(libmlu copy_strided), which the bridge does not call yet");
+  ops::copy_strided_kernel(src, dst, "aten::_copy_from");
 }
 
-void device_to_device(const Tensor& src, const Tensor& dst, bool /*non_blocking*/) {
+void device_to_device(const Tensor& src, const Tensor& dst, bool non_blocking) {
   if (src.device() == dst.device()) {
     const c10::DeviceGuard guard(dst.device());
     if (!same_layout(src, dst) || src.scalar_type() != dst.scalar_type()) return device_copy_strided(src, dst);
@@ -73,9 +66,19 @@ void device_to_device(const Tensor& src, const Tensor& dst, bool /*non_blocking*
                "cnrtMemcpyAsync (device to device)");
     return;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(same_layout(src, dst), "aten::_copy_from: copying ", describe(src), " to ",
-                              describe(dst), " between devices needs the same dtype and a dense layout on both "
-                              "sides until the bridge calls libmlu copy_strided");
+  if (!same_layout(src, dst)) {
+    // Different dtypes or layouts: convert/re-lay on the source device into a dense temporary with
+    // dst's dtype and strides, then one peer copy; a destination with gaps gets the data dense on
+    // its own device first and is scattered there.
+    if (dst.is_non_overlapping_and_dense()) {
+      const Tensor tmp = at::empty_strided(dst.sizes(), dst.strides(), dst.options().device(src.device()));
+      device_copy_strided(src, tmp);
+      return device_to_device(tmp, dst, non_blocking);
+    }
+    const Tensor tmp = at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
+    device_to_device(src, tmp, non_blocking);
+    return device_to_device(tmp, dst, non_blocking);
+  }
   // The copy runs on the source device's current queue, after the work already queued on both
   // devices' current queues; the destination queue's later work waits for it (CUDA's order).
   const int src_dev = src.device().index(), dst_dev = dst.device().index();
@@ -157,6 +160,12 @@ Tensor mlu_copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
               "mlu (privateuseone)");
   if (dst.numel() == 0) return dst;
   if (is_device(self) && is_device(dst)) {
+    // torch's copy_ rules (TensorIterator): a destination that overlaps itself or partly
+    // overlaps the source is refused, before any memcpy could see the overlap.
+    if (self.device() == dst.device() && !self.is_same(dst)) {
+      at::assert_no_internal_overlap(dst);
+      at::assert_no_partial_overlap(dst, self);
+    }
     device_to_device(self.sizes() == dst.sizes() ? self : self.expand(dst.sizes()), dst, non_blocking);
   } else if (is_device(dst)) {
     host_to_device(self, dst, non_blocking);
@@ -321,7 +330,7 @@ Tensor& mlu_fill_scalar_(Tensor& self, const at::Scalar& value) {
     memset_dense(self, pattern);
     return self;
   }
-  host::fallback_fill_(self, value);  // other values need libmlu's fill kernel
+  ops::fill_kernel(self, value, "aten::fill_.Scalar");  // libmlu fill (any strides and dtypes)
   return self;
 }
 
@@ -331,7 +340,7 @@ Tensor& mlu_zero_(Tensor& self) {
     memset_dense(self, 0);
     return self;
   }
-  host::fallback_zero_(self);
+  ops::fill_kernel(self, 0, "aten::zero_");  // a view with gaps: libmlu fill
   return self;
 }
 

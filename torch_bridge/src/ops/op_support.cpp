@@ -30,6 +30,7 @@ struct HandleCache {
 
 thread_local HandleCache t_handles;
 thread_local int t_depth = 0;  // nesting of OpScopes on this thread: the outermost names kernels
+thread_local const char* t_outermost = nullptr;  // its ATen op name
 
 mlu::Handle* handle_for(int device, cnrtQueue_t queue) {
   const std::uint64_t epoch = runtime_epoch();
@@ -126,16 +127,21 @@ OpScope::OpScope(const char* aten_op, const at::Tensor& device_of) : OpScope(ate
 OpScope::OpScope(const char* aten_op, const c10::Device& device)
     : name_(aten_op), device_(checked(device, aten_op)), guard_(device_) {
   handle_ = handle_for(device_.index(), current_queue(device_.index()));
-  handle_->clear_ops();
+  first_record_ = handle_->ops().size();
   if (t_depth++ == 0) {
     owns_tag_ = true;
+    t_outermost = name_;
     mlusimSetLaunchTag(name_);
   }
 }
 
 OpScope::~OpScope() {
-  for (const mlu::OpRecord& r : handle_->ops()) op_table_add(device_.index(), name_, r.macs, r.bytes, r.kernels);
-  handle_->clear_ops();
+  // The libmlu ops run inside this scope (nested ATen kernels included) count for the outermost
+  // ATen op, as their kernels carry its launch tag.
+  const std::vector<mlu::OpRecord>& records = handle_->ops();
+  for (std::size_t i = first_record_; i < records.size(); ++i)
+    op_table_add(device_.index(), t_outermost, records[i].macs, records[i].bytes, records[i].kernels);
+  handle_->truncate_ops(first_record_);
   if (owns_tag_) {
     op_table_count_call(device_.index(), name_);
     mlusimSetLaunchTag(nullptr);

@@ -78,6 +78,7 @@ class OpScope {
   c10::DeviceGuard guard_;
   bool owns_tag_ = false;
   mlu::Handle* handle_ = nullptr;
+  std::size_t first_record_ = 0;  // the handle's op records before this scope
   std::vector<at::Tensor> workspaces_;
 };
 

@@ -44,6 +44,7 @@ class Handle {
   // Op log: appended by every op that enqueued work.
   const std::vector<OpRecord>& ops() const { return ops_; }
   void clear_ops() { ops_.clear(); }
+  void truncate_ops(std::size_t count) { if (count < ops_.size()) ops_.resize(count); }
   void record_op(OpRecord r) { ops_.push_back(std::move(r)); }
 
   // Random numbers (dropout): a Philox-style counter generator; each call reserves `count`

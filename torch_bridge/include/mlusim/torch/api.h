@@ -112,6 +112,9 @@ std::pair<std::uint64_t, std::uint64_t> reserve_random(int device, std::uint64_t
 // empties the allocator cache first. Queues and notifiers of the old system become invalid.
 void load_config(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
 std::string config_name();
+// Timing-only mode (mlusimSetTimingOnly): kernels skip floating-point arithmetic (results are
+// garbage) but take the same simulated time; for fast performance runs of whole models.
+void set_timing_only(bool enabled);
 // Trace capture: level 1 = ops (kernels, copies, allocator events and counters), 2 = + intrinsics.
 void trace_begin(int level);
 void trace_end();
@@ -127,5 +130,8 @@ std::string cycle_report_json(int device = -1);
 std::vector<std::pair<std::string, double>> device_stats(int device = -1);
 // Starts a new statistics epoch on the device (mlusimResetStats) and clears fallback counts.
 void reset_stats(int device = -1);
+// ATen kernels of the device run so far in this process (outermost calls, every device and
+// thread): cheap to poll, for progress displays.
+std::uint64_t op_calls();
 
 }  // namespace mlusim::bridge

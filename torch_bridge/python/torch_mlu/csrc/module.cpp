@@ -91,6 +91,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("load_config", &b::load_config, py::arg("name"), py::arg("overrides") = std::vector<std::string>{},
         py::call_guard<py::gil_scoped_release>());
   m.def("config_name", &b::config_name);
+  m.def("set_timing_only", &b::set_timing_only, py::arg("enabled"));
   m.def("trace_begin", &b::trace_begin, py::arg("level"));
   m.def("trace_end", &b::trace_end);
   m.def("trace_write", &b::trace_write, py::arg("path"));
