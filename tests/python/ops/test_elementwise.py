@@ -661,7 +661,7 @@ def test_same_dtype_copies_of_dtypes_libmlu_lacks(dev):
 
 def test_copy_errors_leave_the_device_usable(dev):
     x = torch.arange(16, dtype=F32).to(dev).view(4, 4)
-    with pytest.raises(RuntimeError, match=r"aten::_copy_from: unsupported operation: some elements of the input"):
+    with pytest.raises(RuntimeError, match=r"unsupported operation: some elements of the input"):
         x.copy_(x.t())
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         x[0, :1].expand(4).copy_(torch.ones(4, dtype=F16, device=dev))
