@@ -48,6 +48,8 @@ PACKAGES=(
   libcli11-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Headless browser for the test of `mlusim report`'s HTML page (renders, no script errors)
+  chromium
   # Build-time scripts
   python3
 )

@@ -104,6 +104,9 @@ typedef struct mlusimDeviceStats {
   uint64_t allocated_bytes;        /* live device memory, rounded as cnrtMemGetInfo counts it */
   uint64_t peak_allocated_bytes;   /* since the config was loaded */
   uint64_t live_allocations;
+  double epoch_ns;                 /* when the stats epoch began, on the host clocks' scale (ns since
+                                    * the config was loaded); trace timestamps of the device count
+                                    * from it, so host time T shows at T - epoch_ns in a trace */
 } mlusimDeviceStats_t;
 
 /* Statistics of `device`. cnrtErrorArgsInvalid: stats NULL. cnrtErrorDeviceInvalid: bad device. */

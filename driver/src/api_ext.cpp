@@ -194,6 +194,7 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t* stats) {
       const sim::Device& d = sim::Simulator::instance().device(device);
       const sim::DeviceStats& s = d.stats();
       stats->elapsed_ns = static_cast<double>(d.now()) / 1000.0;
+      stats->epoch_ns = s.epoch_ps >= rt.epoch() ? static_cast<double>(s.epoch_ps - rt.epoch()) / 1000.0 : 0.0;
       stats->kernels = s.kernels.size();
       stats->faulted_kernels = static_cast<uint64_t>(
           std::count_if(s.kernels.begin(), s.kernels.end(), [](const sim::KernelRecord& r) { return r.faulted; }));

@@ -12,11 +12,21 @@ int main(int argc, char** argv) {
   const mlusim::cli::Command demo = mlusim::cli::add_demo_command(app);
   const mlusim::cli::Command info = mlusim::cli::add_info_command(app);
   const mlusim::cli::Command tfu = mlusim::cli::add_tfu_command(app);
+  const mlusim::cli::Command report = mlusim::cli::add_report_command(app);
+#ifdef MLUSIM_CLI_WITH_TORCH
+  const mlusim::cli::Command run = mlusim::cli::add_run_command(app);
+  const mlusim::cli::Command compare = mlusim::cli::add_compare_command(app);
+#endif
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("demo")) return demo();
     if (app.got_subcommand("info")) return info();
     if (app.got_subcommand("tfu")) return tfu();
+    if (app.got_subcommand("report")) return report();
+#ifdef MLUSIM_CLI_WITH_TORCH
+    if (app.got_subcommand("run")) return run();
+    if (app.got_subcommand("compare")) return compare();
+#endif
   } catch (const mlusim::sim::ConfigError& e) {
     std::fprintf(stderr, "mlusim: invalid config: %s\n", e.what());
     return 2;

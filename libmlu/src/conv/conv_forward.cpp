@@ -1,8 +1,13 @@
 // conv2d_forward: y[n, g*OCg + o, p] = sum over (c, tap) of w[g*OCg + o, c, tap] x patch(x)[c, tap, p]
 // (+ bias), one GEMM per group on the engine: rows = output channels of the group, columns = the
 // output pixels of all images, depth = (input channel, tap) gathered by the im2col operand.
+// The fused output stage (conv_forward.h) rides on the engine's epilogue (per-row affine and
+// activation) or on the depthwise kernel's output stage.
+#include "conv/conv_forward.h"
+
 #include <memory>
 
+#include "common/activation.h"
 #include "common/error.h"
 #include "common/launch.h"
 #include "conv/conv_shape.h"
@@ -21,8 +26,6 @@ namespace mlusim::mlu {
 using gemm::BatchIndexer;
 
 namespace {
-
-constexpr const char* kOp = "conv2d_forward";
 
 struct Setup {
   conv::ConvShape s;
@@ -53,15 +56,18 @@ conv::ColumnsGeometry forward_columns(const conv::ConvShape& s, const conv::View
   return g;
 }
 
-Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc* bias,
-             const TensorDesc& y, std::size_t workspace_limit, Setup* st) {
-  MLU_RETURN_IF_ERROR(conv::check_conv(kOp, h, p, x, "x", w, "w", y, "y", &st->s, &st->xv, &st->wv, &st->yv));
+Status setup(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
+             const TensorDesc* bias, const conv::OutputStage& stage, const TensorDesc& y, std::size_t workspace_limit,
+             Setup* st) {
+  MLU_RETURN_IF_ERROR(conv::check_conv(op, h, p, x, "x", w, "w", y, "y", &st->s, &st->xv, &st->wv, &st->yv));
   const conv::ConvShape& s = st->s;
+  MLU_CHECK(is_valid_activation(stage.act), Status::kBadParam,
+            std::string(op) + ": unknown activation " + std::to_string(static_cast<int>(stage.act)));
   if (bias) {
-    MLU_RETURN_IF_ERROR(check_desc(bias, kOp, "bias"));
+    MLU_RETURN_IF_ERROR(check_desc(bias, op, "bias"));
     MLU_CHECK(bias->dtype() == x.dtype() && bias->ndim() == 1 && bias->dim(0) == static_cast<std::int64_t>(s.oc),
               Status::kBadParam,
-              std::string(kOp) + ": bias " + bias->str() + " must be 1-d [" + std::to_string(s.oc) +
+              std::string(op) + ": bias " + bias->str() + " must be 1-d [" + std::to_string(s.oc) +
                   "] of the input's dtype");
   }
   const std::size_t es = sim::dtype_size(s.dtype);
@@ -92,66 +98,75 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDe
   pr.in = pr.out = s.dtype;
   pr.bias = bias != nullptr;
   pr.bias_per_row = true;
+  pr.affine = stage.affine.enabled;
+  pr.act = stage.act;
   pr.y_must_stage = true;
   if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(
-      conv::plan_conv_gemm(*h, pr, conv::ImageColumns(st->cols), st->ws.size(), workspace_limit, kOp, &st->plan));
+      conv::plan_conv_gemm(*h, pr, conv::ImageColumns(st->cols), st->ws.size(), workspace_limit, op, &st->plan));
   st->splitk_at = st->ws.add(gemm::splitk_workspace_bytes(pr, st->plan));
   return Status::kSuccess;
 }
 
 }  // namespace
 
-Status get_conv2d_forward_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
-                                         const TensorDesc& y, std::size_t* bytes) {
-  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(kOp) + ": workspace size pointer is null");
+namespace conv {
+
+Status forward_workspace_size(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
+                              const OutputStage& stage, const TensorDesc& y, std::size_t* bytes) {
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": workspace size pointer is null");
   Setup st;
-  MLU_RETURN_IF_ERROR(setup(h, p, x, w, nullptr, y, static_cast<std::size_t>(-1), &st));
+  MLU_RETURN_IF_ERROR(setup(h, op, p, x, w, nullptr, stage, y, static_cast<std::size_t>(-1), &st));
   *bytes = st.ws.size();
   return Status::kSuccess;
 }
 
-Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
-                      const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& y, void* y_ptr,
-                      void* workspace, std::size_t workspace_bytes) {
+Status forward(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x, const void* x_ptr,
+               const TensorDesc& w, const void* w_ptr, const TensorDesc* bias, const void* bias_ptr,
+               const OutputStage& stage, const TensorDesc& y, void* y_ptr, void* workspace, std::size_t workspace_bytes,
+               ForwardResult* result) {
+  *result = ForwardResult{};
   Setup st;
-  MLU_RETURN_IF_ERROR(setup(h, p, x, w, bias, y, workspace ? workspace_bytes : 0, &st));
-  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, kOp, "x"));
-  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, kOp, "w"));
-  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, kOp, "y"));
-  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, kOp, "bias"));
+  MLU_RETURN_IF_ERROR(setup(h, op, p, x, w, bias, stage, y, workspace ? workspace_bytes : 0, &st));
+  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, op, "w"));
+  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, op, "y"));
+  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, op, "bias"));
   const conv::ConvShape& s = st.s;
-  const std::uint64_t bytes =
+  result->macs = s.macs();
+  result->bytes =
       conv::tensor_bytes(x) + conv::tensor_bytes(w) + conv::tensor_bytes(y) + (bias ? conv::tensor_bytes(*bias) : 0);
   if (y.numel() == 0) {
-    record(*h, kOp, 0, 0, 0);
+    result->macs = result->bytes = 0;
     return Status::kSuccess;
   }
   const auto addr = [](const void* ptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)); };
   if (st.depthwise) {
     std::uint32_t kernels = 0;
     MLU_RETURN_IF_ERROR(conv::depthwise_forward(*h, s, st.xv, addr(x_ptr), st.wv, addr(w_ptr),
-                                                bias ? bias->stride(0) : 0, bias ? addr(bias_ptr) : 0, st.yv,
+                                                bias ? bias->stride(0) : 0, bias ? addr(bias_ptr) : 0, stage, st.yv,
                                                 addr(y_ptr), &kernels));
-    record(*h, kOp, s.macs(), bytes, kernels);
+    result->kernels = kernels;
     return Status::kSuccess;
   }
   MLU_CHECK(workspace_bytes >= st.ws.size() && (st.ws.size() == 0 || workspace != nullptr), Status::kBadParam,
-            std::string(kOp) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
-                std::to_string(st.ws.size()) + "; see get_conv2d_forward_workspace_size)");
+            std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
+                std::to_string(st.ws.size()) + "; see " + stage.workspace_query + ")");
   const std::uint64_t ws = addr(workspace);
   std::uint32_t kernels = 0, k = 0;
   std::uint64_t x_base = addr(x_ptr), w_base = addr(w_ptr), y_base = addr(y_ptr);
   conv::View4 xv = st.xv, wv = st.wv, yv = st.yv;
   if (st.split_x) {
-    MLU_RETURN_IF_ERROR(conv::launch_deinterleave(*h, "conv2d_forward_split_x", s.dtype, xv, x_base,
+    MLU_RETURN_IF_ERROR(conv::launch_deinterleave(*h, std::string(op) + "_split_x", s.dtype, xv, x_base,
                                                   static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
     kernels += k, x_base = ws + st.x_at;
   }
   if (st.pack_x)
-    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_forward_pack_x", s.dtype, ws + st.x_at, &x_base, &xv, &kernels));
+    MLU_RETURN_IF_ERROR(
+        conv::move_to_dense(*h, std::string(op) + "_pack_x", s.dtype, ws + st.x_at, &x_base, &xv, &kernels));
   if (st.pack_w)
-    MLU_RETURN_IF_ERROR(conv::move_to_dense(*h, "conv2d_forward_pack_w", s.dtype, ws + st.w_at, &w_base, &wv, &kernels));
+    MLU_RETURN_IF_ERROR(
+        conv::move_to_dense(*h, std::string(op) + "_pack_w", s.dtype, ws + st.w_at, &w_base, &wv, &kernels));
   if (st.temp_y) y_base = ws + st.y_at, yv.strides = conv::dense_strides(yv.dims);
 
   gemm::OutputSpec out;
@@ -162,6 +177,9 @@ Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const
   out.col_stride = 1;
   out.col_segment = s.oh * s.ow;
   out.col_segment_stride = yv.strides[0];
+  out.affine = stage.affine;
+  out.affine_batch = BatchIndexer{{static_cast<std::int64_t>(s.groups)}, {static_cast<std::int64_t>(s.ocg)}};
+  out.act = stage.act;
   if (bias) {
     out.bias = true;
     out.bias_per_row = true;
@@ -172,7 +190,7 @@ Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const
   }
   if (st.problem.depth == 0) {  // no input channels: y = bias (or 0)
     MLU_RETURN_IF_ERROR(
-        gemm::launch_splitk_reduce(*h, "conv2d_forward_epilogue", out, 0, 0, s.groups, s.ocg, s.n * s.oh * s.ow));
+        gemm::launch_splitk_reduce(*h, std::string(op) + "_epilogue", out, 0, 0, s.groups, s.ocg, s.n * s.oh * s.ow));
     ++kernels;
   } else {
     auto job = std::make_shared<gemm::EngineJob>();
@@ -188,15 +206,32 @@ Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const
       g.src.n_stride = xv.strides[0], g.src.c_stride = xv.strides[1], g.src.row_stride = xv.strides[2],
       g.src.col_stride = xv.strides[3];
     job->y = std::make_shared<conv::ImageColumns>(g);
-    MLU_RETURN_IF_ERROR(gemm::run_engine(*h, kOp, job, reinterpret_cast<void*>(ws + st.splitk_at),
+    MLU_RETURN_IF_ERROR(gemm::run_engine(*h, op, job, reinterpret_cast<void*>(ws + st.splitk_at),
                                          gemm::splitk_workspace_bytes(st.problem, st.plan), &k));
     kernels += k;
   }
   if (st.temp_y) {
-    MLU_RETURN_IF_ERROR(conv::from_dense(*h, "conv2d_forward_unpack_y", s.dtype, y_base, st.yv, addr(y_ptr), &k));
+    MLU_RETURN_IF_ERROR(conv::from_dense(*h, std::string(op) + "_unpack_y", s.dtype, y_base, st.yv, addr(y_ptr), &k));
     kernels += k;
   }
-  record(*h, kOp, s.macs(), bytes, kernels);
+  result->kernels = kernels;
+  return Status::kSuccess;
+}
+
+}  // namespace conv
+
+Status get_conv2d_forward_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
+                                         const TensorDesc& y, std::size_t* bytes) {
+  return conv::forward_workspace_size(h, "conv2d_forward", p, x, w, conv::OutputStage{}, y, bytes);
+}
+
+Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
+                      const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& y, void* y_ptr,
+                      void* workspace, std::size_t workspace_bytes) {
+  conv::ForwardResult r;
+  MLU_RETURN_IF_ERROR(conv::forward(h, "conv2d_forward", p, x, x_ptr, w, w_ptr, bias, bias_ptr, conv::OutputStage{}, y,
+                                    y_ptr, workspace, workspace_bytes, &r));
+  record(*h, "conv2d_forward", r.macs, r.bytes, r.kernels);
   return Status::kSuccess;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/activation.h"
+#include "common/channel_affine.h"
 #include "common/error.h"
 #include "common/launch.h"
 #include "conv/dilate.h"
@@ -50,6 +52,7 @@ struct CorrJob {
   View4 in, out, w;  // in: source planes; out: result planes; w: [O', 1, KH, KW]
   std::uint64_t in_base = 0, out_base = 0, w_base = 0, bias_base = 0;
   std::int64_t bias_stride = 0;
+  OutputStage stage;      // forward only
   std::size_t mult = 1;   // output channels per input channel of the forward conv
   bool backward = false;  // out plane c sums sources c*m .. c*m + m - 1
   Taps taps;
@@ -108,9 +111,12 @@ void correlation_kernel(const CorrJob& j) {
   const Addr stage = alloc(Space::kNram, full.acc_elems() * es);
   const Addr w_raw = alloc(Space::kNram, taps * es), w32 = alloc(Space::kNram, taps * 4);
   const std::size_t sources = j.backward ? j.mult : 1;
+  const bool affine = j.stage.affine.enabled;
+  const AffineBuffers affine_bufs = affine ? alloc_affine_buffers(1, 0) : AffineBuffers{};
   for (std::size_t u = task_id(); u < units; u += task_dim()) {
     const std::size_t plane = u / bands, band = u % bands;
     const std::size_t n = plane / static_cast<std::size_t>(j.out.c()), o = plane % static_cast<std::size_t>(j.out.c());
+    if (affine) load_affine_async(j.stage.affine, o, 1, affine_bufs);  // lands during the taps
     const std::size_t y0 = band * j.band_rows, y1 = std::min(oh, y0 + j.band_rows);
     const Band b(j.taps, ow, y0, y1);
     const std::size_t len = b.acc_elems();
@@ -134,6 +140,12 @@ void correlation_kernel(const CorrJob& j) {
       vec_cast(DType::kFloat32, w32, j.dtype, w_raw, 1);
       vec_binary_scalar(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, load(sim::Nram<float>(w32.value)), len);
     }
+    if (affine) {
+      sync_io();
+      fold_affine(j.stage.affine, 1, affine_bufs);
+      apply_row_affine(affine_bufs, acc, 1, len);
+    }
+    apply_activation(j.stage.act, acc, tmp, len);
     vec_cast(j.dtype, stage, DType::kFloat32, acc, len);
     // Output (y, x) is at stage ((y - y0) * stride_y) * pitch + x * stride_x.
     const Addr dst =
@@ -246,13 +258,14 @@ void weight_grad_kernel(const WgradJob& j) {
 }  // namespace
 
 Status depthwise_forward(Handle& h, const ConvShape& s, const View4& xv, std::uint64_t x, const View4& wv,
-                         std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const View4& yv,
-                         std::uint64_t y, std::uint32_t* kernels) {
+                         std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const OutputStage& stage,
+                         const View4& yv, std::uint64_t y, std::uint32_t* kernels) {
   auto job = std::make_shared<CorrJob>();
   job->dtype = s.dtype;
   job->in = xv, job->out = yv, job->w = wv;
   job->in_base = x, job->out_base = y, job->w_base = w;
   job->bias_base = bias, job->bias_stride = bias_stride;
+  job->stage = stage;
   job->mult = s.ocg;
   job->taps = forward_taps(s);
   *kernels = 0;

@@ -12,16 +12,18 @@
 
 #include <cstdint>
 
+#include "conv/conv_forward.h"
 #include "conv/conv_shape.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/status.h"
 
 namespace mlusim::mlu::conv {
 
-// No workspace: strided inputs and outputs are read and written with strided copies.
+// No workspace: strided inputs and outputs are read and written with strided copies. `stage` (the
+// fused output stage) applies to each output plane after its bias, before the rounding.
 Status depthwise_forward(Handle& h, const ConvShape& s, const View4& xv, std::uint64_t x, const View4& wv,
-                         std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const View4& yv,
-                         std::uint64_t y, std::uint32_t* kernels);
+                         std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const OutputStage& stage,
+                         const View4& yv, std::uint64_t y, std::uint32_t* kernels);
 
 std::size_t depthwise_backward_data_workspace(const ConvShape& s);
 Status depthwise_backward_data(Handle& h, const ConvShape& s, const View4& dyv, std::uint64_t dy, const View4& wv,

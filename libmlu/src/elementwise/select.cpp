@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "elementwise/conversion.h"
+#include "elementwise/emit.h"
 #include "elementwise/op_checks.h"
 #include "elementwise/streaming_kernel.h"
 #include "mlusim/mlu/elementwise.h"
@@ -14,13 +15,12 @@ Status where(Handle* h, const TensorDesc& cond, const void* cond_ptr, const Tens
   const char* name = "where";
   MLU_RETURN_IF_ERROR(ew::check_elementwise(h, name, {{"cond", &cond, cond_ptr}, {"a", &a, a_ptr}, {"b", &b, b_ptr}},
                                             {"y", &y, y_ptr}));
-  const DType compute = result_type(a, b);
-  MLU_RETURN_IF_ERROR(ew::check_output_dtype(name, compute, y));
-  const DType math = ew::vfu_dtype(compute);
+  MLU_RETURN_IF_ERROR(ew::check_output_dtype(name, result_type(a, b), y));
   ew::Program p;
-  const ew::ValueId c = ew::load_as(p, 1, cond.dtype(), DType::kBool);
-  const ew::ValueId r = p.select(c, ew::load_as(p, 2, a.dtype(), math), ew::load_as(p, 3, b.dtype(), math));
-  p.set_result(ew::convert(p, ew::convert(p, r, compute), y.dtype()));
+  const ew::Val r = ew::emit_where(p, ew::Val{p.input(1, cond.dtype()), cond.dtype(), cond.ndim() == 0},
+                                   ew::Val{p.input(2, a.dtype()), a.dtype(), a.ndim() == 0},
+                                   ew::Val{p.input(3, b.dtype()), b.dtype(), b.ndim() == 0});
+  p.set_result(ew::convert(p, r.id, y.dtype()));
   return ew::run_elementwise(*h, name, y, y_ptr, {&cond, &a, &b}, {cond_ptr, a_ptr, b_ptr}, std::move(p));
 }
 

@@ -1,4 +1,5 @@
 // torch's type promotion lattice restricted to the dtypes the simulator knows.
+#include "elementwise/emit.h"
 #include "mlusim/mlu/elementwise.h"
 
 namespace mlusim::mlu {
@@ -29,12 +30,15 @@ int category(DType t) {
 
 DType promote_types(DType a, DType b) { return rank(a) >= rank(b) ? a : b; }
 
-DType result_type(const TensorDesc& a, const TensorDesc& b) {
-  const bool a_zero = a.ndim() == 0, b_zero = b.ndim() == 0;
-  if (a_zero == b_zero) return promote_types(a.dtype(), b.dtype());
-  const DType dimensioned = a_zero ? b.dtype() : a.dtype();
-  const DType zero_dim = a_zero ? a.dtype() : b.dtype();
+DType ew::result_type(DType a, bool a_zero, DType b, bool b_zero) {
+  if (a_zero == b_zero) return promote_types(a, b);
+  const DType dimensioned = a_zero ? b : a;
+  const DType zero_dim = a_zero ? a : b;
   return category(zero_dim) > category(dimensioned) ? promote_types(dimensioned, zero_dim) : dimensioned;
+}
+
+DType result_type(const TensorDesc& a, const TensorDesc& b) {
+  return ew::result_type(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
 }
 
 bool can_cast(DType from, DType to) { return category(from) <= category(to); }

@@ -1,5 +1,7 @@
 #include "gemm/epilogue.h"
 
+#include "common/activation.h"
+
 namespace mlusim::mlu::gemm {
 
 using namespace mlusim::dev;
@@ -87,6 +89,10 @@ void load_row_bias(const OutputSpec& o, std::size_t b, std::size_t r0, std::size
   load_bias_run(o, b, r0, nr, bufs.bias_raw, /*async=*/true);
 }
 
+void load_row_affine(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs) {
+  load_affine_async(o.affine, static_cast<std::size_t>(o.affine_batch.offset(b)) + r0, nr, bufs.affine);
+}
+
 void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0,
                   std::size_t nc, const EpilogueBuffers& bufs) {
   const std::size_t n = nr * nc;
@@ -113,6 +119,11 @@ void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, 
     if (o.beta != 1.0f) vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, old, old, o.beta, n);
     vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, old, n);
   }
+  if (o.affine.enabled) {
+    fold_affine(o.affine, nr, bufs.affine);
+    apply_row_affine(bufs.affine, acc, nr, nc);
+  }
+  apply_activation(o.act, acc, bufs.act_tmp, n);
   Addr src = acc;
   if (o.dtype != DType::kFloat32) {
     vec_cast(o.dtype, bufs.out_stage, DType::kFloat32, acc, n);

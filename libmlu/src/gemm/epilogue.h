@@ -1,6 +1,7 @@
 // The output side of a GEMM block, shared by the engine and the split-K reduction: scale the
-// fp32 accumulator by alpha, add the bias and beta x the old C, round to C's dtype once, and store
-// the block to C (any strides) with an asynchronous copy.
+// fp32 accumulator by alpha, add the bias and beta x the old C, apply the fused per-row affine
+// (scale, shift) and activation, round to C's dtype once, and store the block to C (any strides)
+// with an asynchronous copy.
 #pragma once
 
 #include <cstddef>
@@ -12,9 +13,12 @@ namespace mlusim::mlu::gemm {
 
 // NRAM buffers (unused ones may be left empty): out_stage [rows x cols] in C's dtype (fp16 only),
 // c_old [rows x cols] in C's dtype, c_old32 [rows x cols] fp32 (fp16 only), bias_raw [cols] or
-// [rows] in C's dtype, bias32: fp32 [tile rows x cols] bias tile, or [rows] per-row bias.
+// [rows] in C's dtype, bias32: fp32 [tile rows x cols] bias tile, or [rows] per-row bias;
+// affine: the channel affine's scratch for [rows] channels; act_tmp: fp32 [rows x cols]
+// (activations that need it).
 struct EpilogueBuffers {
-  dev::Addr out_stage, c_old, c_old32, bias_raw, bias32;
+  dev::Addr out_stage, c_old, c_old32, bias_raw, bias32, act_tmp;
+  AffineBuffers affine;
 };
 
 // Issues the load of C's old [nr, nc] block into bufs.c_old (beta != 0 only).
@@ -26,6 +30,9 @@ void prepare_col_bias(const OutputSpec& o, std::size_t b, std::size_t c0, std::s
                       const EpilogueBuffers& bufs);
 // Row bias: issues the load of bias[r0, r0 + nr) of batch b into bufs.bias_raw.
 void load_row_bias(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs);
+
+// Affine: issues the loads of the channel tensors of rows [r0, r0 + nr) of batch b.
+void load_row_affine(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs);
 
 // Once the loads above landed: finishes acc [nr, nc] (fp32, dense) in place and issues its store.
 void finish_block(const OutputSpec& o, dev::Addr acc, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0,

@@ -182,6 +182,8 @@ class EngineRun {
     if (buf_.c_old32) epi_.c_old32 = alloc(Space::kNram, buf_.c_old32);
     if (buf_.bias_raw) epi_.bias_raw = alloc(Space::kNram, buf_.bias_raw);
     if (buf_.bias32) epi_.bias32 = alloc(Space::kNram, buf_.bias32);
+    if (buf_.affine) epi_.affine = alloc_affine_buffers(plan_.ms, plan_.nt);
+    if (buf_.act_tmp) epi_.act_tmp = alloc(Space::kNram, buf_.act_tmp);
     if (buf_.zeros) {
       scratch_.zeros = alloc(Space::kNram, buf_.zeros);
       scratch_.zero_bytes = buf_.zeros;
@@ -274,6 +276,7 @@ class EngineRun {
         prepare_col_bias(out_, st.tile->batch, ct.c0, ct.nc, plan_.ms, epi_);
       if (epilogue && out_.beta != 0.0f) load_c_old(out_, st.tile->batch, r0, rows, ct.c0, ct.nc, epi_);
       if (epilogue && out_.bias && out_.bias_per_row) load_row_bias(out_, st.tile->batch, r0, rows, epi_);
+      if (epilogue && out_.affine.enabled) load_row_affine(out_, st.tile->batch, r0, rows, epi_);
       const Addr acc = work ? acc_of(it.strip, ct.nc, g) : Addr{};
       const std::uint64_t acc_bytes = rows * ct.nc * 4;
       if (work && acc.value < store_hi && store_lo < acc.value + acc_bytes) sync_io();  // e.g. one-strip tiles

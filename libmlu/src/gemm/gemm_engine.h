@@ -7,7 +7,8 @@
 // ends each step. Per core and step: for each strip of ms rows, prefetch the next X strip and a
 // slice of the next step's Y block (so DMA and TFU overlap and every sync_io waits only for small
 // copies), multiply on the TFU into the fp32 accumulator, and in the last step of a tile run the
-// epilogue on the strip (alpha, bias, beta x C, cast) and store it asynchronously.
+// epilogue on the strip (alpha, bias, beta x C, the fused per-row affine and activation, cast) and
+// store it asynchronously: fused stages never send the accumulator through DRAM.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,9 @@
 #include <string>
 
 #include "gemm/gemm_plan.h"
+#include "common/channel_affine.h"
 #include "gemm/operands.h"
+#include "mlusim/mlu/activation.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/status.h"
 
@@ -37,6 +40,13 @@ struct OutputSpec {
   std::uint64_t bias_base = 0;   // bias element i of batch b at bias_base +
   std::int64_t bias_stride = 1;  //   (bias_batch.offset(b) + i * bias_stride) elements (C's dtype)
   BatchIndexer bias_batch;
+  // Fused output stage, after bias and beta x C (in this order, all fp32 on chip): the per-row
+  // channel affine (common/channel_affine.h; row r of batch b is channel affine_batch.offset(b) + r),
+  // folded by the epilogue from the channel tensors, then the activation v = act(v). Both only
+  // where the epilogue writes C (not split-K partials).
+  ChannelAffine affine;
+  BatchIndexer affine_batch;
+  Activation act = Activation::kNone;
   // Split-K: the engine writes raw fp32 sums of part p, batch b to
   // partial_base + (((p * batches + b) * rows + r) * cols + c) * 4 instead (epilogue in splitk_reduce.h).
   bool partial = false;

@@ -9,6 +9,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/activation.h"
+#include "common/channel_affine.h"
+
 namespace mlusim::mlu::gemm {
 namespace {
 
@@ -77,9 +80,15 @@ TileCost tile_cost(const GemmProblem& p, const DeviceModel& d, const GemmPlan& p
     t.dram += (plan.x_staged ? static_cast<double>(nr * s.kc * es) : x_bytes * static_cast<double>(strips * cores)) +
               (plan.y_staged ? y.gdram_bytes(nc, s.kc, es) : static_cast<double>(cols * s.kc * es * cores));
   }
-  // Epilogue on the VFU (scale, bias, beta x C, cast) per strip of the last step.
-  const double passes = 1.0 + (p.beta ? 3.0 : 0.0) + (p.bias ? 1.0 : 0.0) + 1.0;
+  // Epilogue on the VFU (scale, bias, beta x C, affine, activation, cast) per strip of the last step.
+  const double passes = 1.0 + (p.beta ? 3.0 : 0.0) + (p.bias ? 1.0 : 0.0) +
+                        activation_passes(p.act, d.config.vfu_transcendental_factor) + 1.0;
   t.cycles += passes * static_cast<double>(d.vfu_cycles_fp32(rows * cols));
+  // The channel affine: folded per strip (about ten short passes over its rows), then applied with
+  // a multiply and two outer products (each about one pass over the strip).
+  if (p.affine)
+    t.cycles += static_cast<double>(strips) * 10.0 * static_cast<double>(d.vfu_cycles_fp32(plan.ms)) +
+                3.0 * static_cast<double>(d.vfu_cycles_fp32(rows * cols));
   t.dram += static_cast<double>(nr * nc) * (plan.ksplit > 1 ? 4.0 : static_cast<double>(es_out) * (p.beta ? 2.0 : 1.0));
   return t;
 }
@@ -168,7 +177,7 @@ double assign(std::vector<Tile>& tiles, std::size_t clusters, std::vector<std::v
 
 std::size_t EngineBuffers::nram() const {
   return acc + b_slots * b_slot + 2 * xbuf + (ybuf_in_nram ? 2 * ybuf : 0) + out_stage + c_old + c_old32 + bias_raw +
-         bias32 + zeros;
+         bias32 + affine + act_tmp + zeros;
 }
 std::size_t EngineBuffers::wram() const { return ybuf_in_nram ? 0 : 2 * ybuf; }
 std::size_t EngineBuffers::sram() const { return x_ring * x_ring_slot + y_panels * y_panel + homes * home; }
@@ -195,6 +204,8 @@ EngineBuffers engine_buffers(const GemmProblem& p, const GemmPlan& plan, const C
       buf.bias_raw = up128(n * es_out);
       buf.bias32 = up128(plan.ms * (p.bias_per_row ? 1 : plan.nt) * 4);
     }
+    if (p.affine) buf.affine = affine_buffer_bytes(plan.ms, plan.nt);
+    if (activation_needs_temp(p.act)) buf.act_tmp = up128(plan.ms * plan.nt * 4);
   }
   buf.zeros = up128(y.zero_bytes(plan.nt, plan.kc));
   if (plan.x_staged) buf.x_ring_slot = up128(plan.pr * plan.ms * plan.kc * es), buf.x_ring = plan.ring;
@@ -232,7 +243,8 @@ namespace {
 std::string plan_key(const GemmProblem& p, const DeviceModel& d, const ColOperand& y) {
   std::ostringstream k;
   k << p.batch << ' ' << p.rows << ' ' << p.cols << ' ' << p.depth << ' ' << p.k_granule << ' ' << p.k_segment << ' '
-    << int(p.in) << ' ' << int(p.out) << ' ' << p.beta << p.bias << p.bias_per_row << p.y_must_stage << p.allow_split_k
+    << int(p.in) << ' ' << int(p.out) << ' ' << p.beta << p.bias << p.bias_per_row << p.affine << int(p.act) << ' '
+    << p.y_must_stage << p.allow_split_k
     << " | " << d.tfu_rows << ' ' << d.tfu_cols << ' ' << d.weight_stationary << d.config.tfu_fold_overlap << ' '
     << d.config.vfu_width_bytes << ' ' << d.config.vfu_startup_cycles << ' ' << d.dram_bpc << ' ' << d.io_dma_bpc << ' '
     << d.move_dma_bpc << ' ' << d.memcore_dma_bpc << ' ' << d.sram_bpc << ' ' << d.io_latency_cycles << ' '

@@ -34,6 +34,7 @@
 
 #include "gemm/device_model.h"
 #include "gemm/operands.h"
+#include "mlusim/mlu/activation.h"
 #include "mlusim/sim/dtype.h"
 
 namespace mlusim::mlu::gemm {
@@ -46,6 +47,8 @@ struct GemmProblem {
   sim::DType out = sim::DType::kFloat32;  // C
   bool beta = false;                      // the epilogue reads C
   bool bias = false, bias_per_row = false;
+  bool affine = false;                           // fused per-row channel affine (OutputSpec::affine)
+  Activation act = Activation::kNone;            // fused activation (OutputSpec::act)
   bool y_must_stage = false;  // Y is a gather that must come from SRAM (conv im2col)
   bool allow_split_k = true;  // depth may be split over clusters (needs a workspace)
 };
@@ -80,7 +83,7 @@ struct GemmPlan {
 // On-chip buffer sizes (bytes, each rounded to 128) of a plan; the kernel allocates exactly these.
 struct EngineBuffers {
   std::size_t acc = 0, b_slot = 0, b_slots = 0, xbuf = 0, ybuf = 0, out_stage = 0, c_old = 0, c_old32 = 0, bias_raw = 0,
-              bias32 = 0, zeros = 0;
+              bias32 = 0, affine = 0, act_tmp = 0, zeros = 0;
   bool ybuf_in_nram = false;
   std::size_t x_ring_slot = 0, x_ring = 0;  // SRAM: X ring slot bytes and count
   std::size_t y_panel = 0, y_panels = 0;    // SRAM: Y panel bytes and count

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/activation.h"
 #include "common/error.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "gemm/gemm_engine.h"
+#include "gemm/matmul_impl.h"
 #include "gemm/matrix_operands.h"
 #include "gemm/splitk_reduce.h"
 #include "gemm/strided_copy.h"
@@ -17,8 +19,6 @@ using gemm::BatchIndexer;
 using sim::DType;
 
 namespace {
-
-constexpr const char* kOp = "matmul";
 
 std::size_t align256(std::size_t b) { return (b + 255) / 256 * 256; }
 
@@ -75,12 +75,12 @@ struct Setup {
   std::size_t workspace() const { return align256(x_pack_bytes) + align256(y_pack_bytes) + splitk_bytes; }
 };
 
-Status make_view(const TensorDesc& t, bool trans, const std::vector<std::int64_t>& c_batch, const char* name,
-                 MatView* v) {
+Status make_view(const char* op, const TensorDesc& t, bool trans, const std::vector<std::int64_t>& c_batch,
+                 const char* name, MatView* v) {
   const int nd = t.ndim();
   const int cb = static_cast<int>(c_batch.size());
   MLU_CHECK(nd - 2 <= cb, Status::kBadParam,
-            std::string(kOp) + ": " + name + " " + t.str() + " has more batch dims than the output");
+            std::string(op) + ": " + name + " " + t.str() + " has more batch dims than the output");
   v->rows = t.dim(nd - 2);
   v->cols = t.dim(nd - 1);
   v->row_stride = t.stride(nd - 2);
@@ -91,46 +91,48 @@ Status make_view(const TensorDesc& t, bool trans, const std::vector<std::int64_t
     const int ci = cb - (nd - 2) + i;
     const std::int64_t d = t.dim(i);
     MLU_CHECK(d == c_batch[ci] || d == 1, Status::kBadParam,
-              std::string(kOp) + ": batch dim " + std::to_string(i) + " of " + name + " " + t.str() +
+              std::string(op) + ": batch dim " + std::to_string(i) + " of " + name + " " + t.str() +
                   " is neither 1 nor the output's " + std::to_string(c_batch[ci]));
     v->batch_strides[ci] = d == 1 ? 0 : t.stride(i);
   }
   return Status::kSuccess;
 }
 
-Status setup(Handle* h, const MatmulParams& prm, const TensorDesc& a, const TensorDesc& b, const TensorDesc* bias,
-             const TensorDesc& c, std::size_t workspace_limit, Setup* s) {
-  MLU_RETURN_IF_ERROR(check_handle(h, kOp));
-  MLU_RETURN_IF_ERROR(check_desc(&a, kOp, "a"));
-  MLU_RETURN_IF_ERROR(check_desc(&b, kOp, "b"));
-  MLU_RETURN_IF_ERROR(check_desc(&c, kOp, "c"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(a, {DType::kFloat32, DType::kFloat16}, kOp, "a"));
+Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDesc& a, const TensorDesc& b,
+             const TensorDesc* bias, const TensorDesc& c, std::size_t workspace_limit, Setup* s) {
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_CHECK(is_valid_activation(prm.activation), Status::kBadParam,
+            std::string(op) + ": unknown activation " + std::to_string(static_cast<int>(prm.activation)));
+  MLU_RETURN_IF_ERROR(check_desc(&a, op, "a"));
+  MLU_RETURN_IF_ERROR(check_desc(&b, op, "b"));
+  MLU_RETURN_IF_ERROR(check_desc(&c, op, "c"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(a, {DType::kFloat32, DType::kFloat16}, op, "a"));
   MLU_CHECK(b.dtype() == a.dtype() && c.dtype() == a.dtype(), Status::kBadParam,
-            std::string(kOp) + ": a " + a.str() + ", b " + b.str() + " and c " + c.str() + " must share one dtype");
+            std::string(op) + ": a " + a.str() + ", b " + b.str() + " and c " + c.str() + " must share one dtype");
   MLU_CHECK(
       a.ndim() >= 2 && b.ndim() >= 2 && c.ndim() >= 2, Status::kBadParam,
-      std::string(kOp) + ": a, b and c need at least 2 dims (got " + a.str() + ", " + b.str() + ", " + c.str() + ")");
+      std::string(op) + ": a, b and c need at least 2 dims (got " + a.str() + ", " + b.str() + ", " + c.str() + ")");
   s->c_batch.assign(c.dims().begin(), c.dims().end() - 2);
   MatView va, vb;
-  MLU_RETURN_IF_ERROR(make_view(a, prm.trans_a, s->c_batch, "a", &va));
-  MLU_RETURN_IF_ERROR(make_view(b, prm.trans_b, s->c_batch, "b", &vb));
+  MLU_RETURN_IF_ERROR(make_view(op, a, prm.trans_a, s->c_batch, "a", &va));
+  MLU_RETURN_IF_ERROR(make_view(op, b, prm.trans_b, s->c_batch, "b", &vb));
   MLU_CHECK(va.cols == vb.rows, Status::kBadParam,
-            std::string(kOp) + ": op(a) is " + std::to_string(va.rows) + "x" + std::to_string(va.cols) +
+            std::string(op) + ": op(a) is " + std::to_string(va.rows) + "x" + std::to_string(va.cols) +
                 " but op(b) is " + std::to_string(vb.rows) + "x" + std::to_string(vb.cols));
   const std::int64_t cm = c.dim(c.ndim() - 2), cn = c.dim(c.ndim() - 1);
   MLU_CHECK(cm == va.rows && cn == vb.cols, Status::kBadParam,
-            std::string(kOp) + ": c " + c.str() + " is not " + std::to_string(va.rows) + "x" + std::to_string(vb.cols));
+            std::string(op) + ": c " + c.str() + " is not " + std::to_string(va.rows) + "x" + std::to_string(vb.cols));
   for (int i = 0; i < c.ndim() - 2; ++i)
     MLU_CHECK(c.stride(i) != 0 || c.dim(i) <= 1, Status::kBadParam,
-              std::string(kOp) + ": c " + c.str() + " broadcasts (stride 0) over batch dim " + std::to_string(i));
+              std::string(op) + ": c " + c.str() + " broadcasts (stride 0) over batch dim " + std::to_string(i));
   MLU_CHECK((c.stride(c.ndim() - 1) != 0 || cn <= 1) && (c.stride(c.ndim() - 2) != 0 || cm <= 1), Status::kBadParam,
-            std::string(kOp) + ": c " + c.str() + " has a zero stride");
+            std::string(op) + ": c " + c.str() + " has a zero stride");
   if (bias) {
-    MLU_RETURN_IF_ERROR(check_desc(bias, kOp, "bias"));
+    MLU_RETURN_IF_ERROR(check_desc(bias, op, "bias"));
     MLU_CHECK(bias->dtype() == a.dtype(), Status::kBadParam,
-              std::string(kOp) + ": bias " + bias->str() + " must have the dtype of a");
+              std::string(op) + ": bias " + bias->str() + " must have the dtype of a");
     MLU_CHECK(bias->ndim() == 1 && bias->dim(0) == cn, Status::kBadParam,
-              std::string(kOp) + ": bias " + bias->str() + " must be 1-d of size N = " + std::to_string(cn));
+              std::string(op) + ": bias " + bias->str() + " must be 1-d of size N = " + std::to_string(cn));
   }
   s->m = static_cast<std::size_t>(va.rows);
   s->n = static_cast<std::size_t>(vb.cols);
@@ -178,6 +180,7 @@ Status setup(Handle* h, const MatmulParams& prm, const TensorDesc& a, const Tens
   p.beta = prm.beta != 0.0f;
   p.bias = bias != nullptr;
   p.bias_per_row = s->transposed_form;
+  p.act = prm.activation;
   // The plan only asks the column operand about sizes, so a placeholder with the final layout will do.
   const gemm::MatrixCols layout(0, a.dtype(), 1, s->pack_y || s->y.unit_cols() ? 1 : 2, {});
   const gemm::DeviceModel model = gemm::device_model(*h, a.dtype());
@@ -189,41 +192,43 @@ Status setup(Handle* h, const MatmulParams& prm, const TensorDesc& a, const Tens
     s->splitk_bytes = 0;
   }
   MLU_CHECK(s->plan.ms > 0, Status::kNotSupported,
-            std::string(kOp) + ": no tiling of " + std::to_string(p.rows) + "x" + std::to_string(p.cols) + "x" +
+            std::string(op) + ": no tiling of " + std::to_string(p.rows) + "x" + std::to_string(p.cols) + "x" +
                 std::to_string(p.depth) + " fits this device's on-chip memories");
   return Status::kSuccess;
 }
 
 }  // namespace
 
-Status get_matmul_workspace_size(Handle* h, const MatmulParams& params, const TensorDesc& a, const TensorDesc& b,
-                                 const TensorDesc* bias, const TensorDesc& c, std::size_t* bytes) {
-  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(kOp) + ": workspace size pointer is null");
+namespace gemm {
+
+Status matmul_workspace(Handle* h, const char* op, const MatmulParams& params, const TensorDesc& a,
+                        const TensorDesc& b, const TensorDesc* bias, const TensorDesc& c, std::size_t* bytes) {
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": workspace size pointer is null");
   Setup s;
-  MLU_RETURN_IF_ERROR(setup(h, params, a, b, bias, c, static_cast<std::size_t>(-1), &s));
+  MLU_RETURN_IF_ERROR(setup(h, op, params, a, b, bias, c, static_cast<std::size_t>(-1), &s));
   *bytes = s.workspace();
   return Status::kSuccess;
 }
 
-Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
-              const void* b_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& c, void* c_ptr,
-              void* workspace, std::size_t workspace_bytes) {
+Status run_matmul(Handle* h, const char* op, const MatmulParams& params, const TensorDesc& a, const void* a_ptr,
+                  const TensorDesc& b, const void* b_ptr, const TensorDesc* bias, const void* bias_ptr,
+                  const TensorDesc& c, void* c_ptr, void* workspace, std::size_t workspace_bytes) {
   Setup s;
-  MLU_RETURN_IF_ERROR(setup(h, params, a, b, bias, c, workspace ? workspace_bytes : 0, &s));
-  MLU_RETURN_IF_ERROR(check_ptr(a_ptr, a, kOp, "a"));
-  MLU_RETURN_IF_ERROR(check_ptr(b_ptr, b, kOp, "b"));
-  MLU_RETURN_IF_ERROR(check_ptr(c_ptr, c, kOp, "c"));
-  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, kOp, "bias"));
+  MLU_RETURN_IF_ERROR(setup(h, op, params, a, b, bias, c, workspace ? workspace_bytes : 0, &s));
+  MLU_RETURN_IF_ERROR(check_ptr(a_ptr, a, op, "a"));
+  MLU_RETURN_IF_ERROR(check_ptr(b_ptr, b, op, "b"));
+  MLU_RETURN_IF_ERROR(check_ptr(c_ptr, c, op, "c"));
+  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, op, "bias"));
   const std::size_t es = a.element_size();
   const std::uint64_t macs = static_cast<std::uint64_t>(s.batch) * s.m * s.n * s.k;
   const std::uint64_t bytes = (distinct_elements(a) + distinct_elements(b) + (bias ? s.n : 0)) * es +
                               static_cast<std::uint64_t>(s.batch * s.m * s.n) * es * (params.beta != 0.0f ? 2 : 1);
   if (s.empty_output) {
-    record(*h, kOp, 0, 0, 0);
+    record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
   MLU_CHECK(workspace_bytes >= s.workspace() && (s.workspace() == 0 || workspace != nullptr), Status::kBadParam,
-            std::string(kOp) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
+            std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes is too small (needs " +
                 std::to_string(s.workspace()) + "; see get_matmul_workspace_size)");
   const auto base = [](const void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
 
@@ -235,6 +240,7 @@ Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const 
   out.beta = params.beta;
   out.bias = bias != nullptr;
   out.bias_per_row = s.transposed_form;
+  out.act = params.activation;
   if (bias) {
     out.bias_base = base(bias_ptr);
     out.bias_stride = bias->stride(0);
@@ -243,8 +249,8 @@ Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const 
     out.row_stride = c.stride(c.ndim() - 2);
     out.col_stride = c.stride(c.ndim() - 1);
     out.bias_per_row = false;
-    MLU_RETURN_IF_ERROR(gemm::launch_splitk_reduce(*h, "matmul_epilogue", out, 0, 0, s.batch, s.m, s.n));
-    record(*h, kOp, 0, bytes, 1);
+    MLU_RETURN_IF_ERROR(gemm::launch_splitk_reduce(*h, std::string(op) + "_epilogue", out, 0, 0, s.batch, s.m, s.n));
+    record(*h, op, 0, bytes, 1);
     return Status::kSuccess;
   }
   out.row_stride = s.out.row_stride;
@@ -261,7 +267,7 @@ Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const 
     const gemm::MatrixView src{x_src, BatchIndexer{s.x_batches.dims, x.batch_strides}, x.row_stride, x.col_stride};
     const gemm::MatrixView dst =
         gemm::dense_view(x_pack, s.x_batches.dims, static_cast<std::size_t>(x.rows), static_cast<std::size_t>(x.cols));
-    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "matmul_pack_x", a.dtype(), s.x_batches.count,
+    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, std::string(op) + "_pack_x", a.dtype(), s.x_batches.count,
                                                   static_cast<std::size_t>(x.rows), static_cast<std::size_t>(x.cols),
                                                   src, dst, &k));
     kernels += k;
@@ -272,7 +278,7 @@ Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const 
     const gemm::MatrixView src{y_src, BatchIndexer{s.y_batches.dims, y.batch_strides}, y.row_stride, y.col_stride};
     const gemm::MatrixView dst =
         gemm::dense_view(y_pack, s.y_batches.dims, static_cast<std::size_t>(y.rows), static_cast<std::size_t>(y.cols));
-    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "matmul_pack_y", a.dtype(), s.y_batches.count,
+    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, std::string(op) + "_pack_y", a.dtype(), s.y_batches.count,
                                                   static_cast<std::size_t>(y.rows), static_cast<std::size_t>(y.cols),
                                                   src, dst, &k));
     kernels += k;
@@ -291,11 +297,31 @@ Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const 
   job->y = std::make_shared<gemm::MatrixCols>(y_base, a.dtype(), y_row_stride, y_col_stride,
                                               BatchIndexer{s.c_batch, y.batch_strides});
   MLU_RETURN_IF_ERROR(gemm::run_engine(
-      *h, "matmul", job, reinterpret_cast<void*>(ws + align256(s.x_pack_bytes) + align256(s.y_pack_bytes)),
+      *h, op, job, reinterpret_cast<void*>(ws + align256(s.x_pack_bytes) + align256(s.y_pack_bytes)),
       s.splitk_bytes, &k));
   kernels += k;
-  record(*h, kOp, macs, bytes, kernels);
+  record(*h, op, macs, bytes, kernels);
   return Status::kSuccess;
+}
+
+}  // namespace gemm
+
+namespace {
+const char* matmul_name(const MatmulParams& params) {
+  return params.activation == Activation::kNone ? "matmul" : "fused_matmul_act";
+}
+}  // namespace
+
+Status get_matmul_workspace_size(Handle* h, const MatmulParams& params, const TensorDesc& a, const TensorDesc& b,
+                                 const TensorDesc* bias, const TensorDesc& c, std::size_t* bytes) {
+  return gemm::matmul_workspace(h, matmul_name(params), params, a, b, bias, c, bytes);
+}
+
+Status matmul(Handle* h, const MatmulParams& params, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
+              const void* b_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& c, void* c_ptr,
+              void* workspace, std::size_t workspace_bytes) {
+  return gemm::run_matmul(h, matmul_name(params), params, a, a_ptr, b, b_ptr, bias, bias_ptr, c, c_ptr, workspace,
+                          workspace_bytes);
 }
 
 }  // namespace mlusim::mlu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/activation.h"
 #include "common/launch.h"
 #include "gemm/epilogue.h"
 
@@ -19,8 +20,14 @@ struct ReduceJob {
   std::size_t block_rows = 0, block_cols = 0;  // elements per block: block_rows x block_cols
 };
 
-// NRAM per block element: acc + 2 partial buffers + (fp16) out stage, old C (raw + fp32) + bias tile.
+// NRAM per block element: acc + 2 partial buffers + (fp16) out stage, old C (raw + fp32) + bias tile
+// (+ the activation's scratch where it needs one; + the channel affine's eight [rows] buffers,
+// bounded by 32 bytes per element since a block has at most as many rows as elements, its
+// [rows x cols] tile and its [cols] ones).
 constexpr std::size_t kBytesPerElement = 4 + 8 + 2 + 4 + 4 + 4;
+std::size_t bytes_per_element(const OutputSpec& out) {
+  return kBytesPerElement + (activation_needs_temp(out.act) ? 4 : 0) + (out.affine.enabled ? 40 : 0);
+}
 
 void reduce_kernel(const ReduceJob& j) {
   const std::size_t es = sim::dtype_size(j.out.dtype);
@@ -37,6 +44,8 @@ void reduce_kernel(const ReduceJob& j) {
     epi.bias_raw = alloc(Space::kNram, std::max(j.block_rows, j.block_cols) * es);
     epi.bias32 = alloc(Space::kNram, e * 4);
   }
+  if (j.out.affine.enabled) epi.affine = alloc_affine_buffers(j.block_rows, j.block_cols);
+  if (activation_needs_temp(j.out.act)) epi.act_tmp = alloc(Space::kNram, e * 4);
   const std::size_t row_blocks = (j.rows + j.block_rows - 1) / j.block_rows;
   const std::size_t col_blocks = (j.cols + j.block_cols - 1) / j.block_cols;
   const std::size_t units = j.batches * row_blocks * col_blocks;
@@ -66,6 +75,7 @@ void reduce_kernel(const ReduceJob& j) {
     if (j.out.bias && !j.out.bias_per_row) prepare_col_bias(j.out, b, c0, nc, nr, epi);
     if (j.out.bias && j.out.bias_per_row) load_row_bias(j.out, b, r0, nr, epi);
     if (j.out.beta != 0.0f) load_c_old(j.out, b, r0, nr, c0, nc, epi);
+    if (j.out.affine.enabled) load_row_affine(j.out, b, r0, nr, epi);
     sync_io();
     finish_block(j.out, acc, b, r0, nr, c0, nc, epi);
     sync_io();
@@ -84,7 +94,8 @@ Status launch_splitk_reduce(Handle& h, const std::string& name, const OutputSpec
   job->rows = rows;
   job->cols = cols;
   // Largest block whose buffers fit NRAM (less a little for alignment padding).
-  const std::size_t elements = (h.nram_bytes() - 1024) / kBytesPerElement / 32 * 32;
+  const std::size_t slack = out.affine.enabled ? 2560 : 1024;  // alignment padding of the buffers
+  const std::size_t elements = (h.nram_bytes() - slack) / bytes_per_element(out) / 32 * 32;
   job->block_cols = std::min(cols, elements);
   job->block_rows = std::max<std::size_t>(1, std::min(rows, elements / job->block_cols));
   const std::size_t units =

@@ -154,6 +154,7 @@ from .memory import (  # noqa: E402
 from .random import initial_seed, manual_seed, manual_seed_all, seed, seed_all  # noqa: E402
 from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, load_config, reset_stats, set_timing_only, trace)
+from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from . import _patches  # noqa: E402
 
 _patches.install(_sys.modules[__name__])
@@ -161,7 +162,8 @@ _patches.install(_sys.modules[__name__])
 __all__ = [
     "DEVICE_TYPE", "Notifier", "Queue", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
     "current_device", "current_queue", "cycle_report", "default_queue", "device", "device_count",
-    "device_guard", "device_stats", "empty_cache", "get_allocator_settings", "get_device_name",
+    "device_guard", "device_stats", "empty_cache", "fuse", "fusion_compare", "fusion_report",
+    "get_allocator_settings", "get_device_name",
     "get_device_properties", "initial_seed", "is_available", "is_pinned", "load_config", "manual_seed",
     "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
     "memory_reserved", "memory_snapshot", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",

@@ -437,8 +437,19 @@ void trace_merge_allocator_events(const std::string& path) {
     }
     return std::make_pair(pid, allocator_tid[pid]);
   };
+  // Allocator events carry the host clock (since the config was loaded); the device's trace
+  // events count from its stats epoch: rebase, and leave out what happened before it.
+  std::map<int, std::uint64_t> epoch_ps;
   for (const RecordedEvent& r : events) {
+    if (epoch_ps.count(r.event.device)) continue;
+    mlusimDeviceStats_t st{};
+    if (mlusimGetDeviceStats(r.event.device, &st) != cnrtSuccess) cnrtGetLastError();
+    epoch_ps[r.event.device] = static_cast<std::uint64_t>(st.epoch_ns * 1000.0 + 0.5);
+  }
+  for (RecordedEvent r : events) {
     const AllocatorEvent& e = r.event;
+    if (r.ts_ps < epoch_ps[e.device]) continue;
+    r.ts_ps -= epoch_ps[e.device];
     const auto [pid, tid] = track(e.device);
     ojson args = {{"bytes", e.size}};
     if (e.address) args["address"] = hex(e.address);

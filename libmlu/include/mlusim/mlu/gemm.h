@@ -1,4 +1,5 @@
-// GEMM: C = alpha * op(A) x op(B) + beta * C (+ bias), batched and broadcast like torch.matmul.
+// GEMM: C = act(alpha * op(A) x op(B) + bias + beta * C), batched and broadcast like torch.matmul
+// (act: MatmulParams::activation, none by default).
 //
 //   A: [..., M, K] (or [..., K, M] with trans_a), B: [..., K, N] (or [..., N, K] with trans_b),
 //   C: [..., M, N]; the matrices may have any strides (a transposed view given by strides works
@@ -8,6 +9,9 @@
 //   dtypes: A, B, C and bias all fp32 or all fp16. fp16 multiplies accumulate in fp32 and the
 //   result (alpha x product + bias + beta x C, computed in fp32) is rounded once to fp16.
 //   beta == 0: C is not read (NaN/inf in it do not propagate, as torch.addmm).
+//   activation (activation.h): applied on chip to that fp32 result before the rounding, so
+//   linear + bias + activation is one pass over C (no DRAM round trip); such calls record their
+//   op as "fused_matmul_act" instead of "matmul".
 //
 // It runs on the TFU (the VFU where the device's TFU lacks the dtype) with UNION1 launches whose
 // memory cores stage shared operand panels in SRAM. Workspace is needed when an operand must be
@@ -18,6 +22,7 @@
 
 #include <cstddef>
 
+#include "mlusim/mlu/activation.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/status.h"
 #include "mlusim/mlu/tensor.h"
@@ -29,6 +34,7 @@ struct MatmulParams {
   bool trans_b = false;
   float alpha = 1.0f;
   float beta = 0.0f;
+  Activation activation = Activation::kNone;  // applied last, to alpha x product + bias + beta x C
 };
 
 Status get_matmul_workspace_size(Handle* h, const MatmulParams& params, const TensorDesc& a, const TensorDesc& b,

@@ -2,8 +2,10 @@
 // Include this header for everything, or the per-family headers for less.
 #pragma once
 
+#include "mlusim/mlu/activation.h"
 #include "mlusim/mlu/conv.h"
 #include "mlusim/mlu/elementwise.h"
+#include "mlusim/mlu/fused.h"
 #include "mlusim/mlu/gemm.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/index.h"

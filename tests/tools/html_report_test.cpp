@@ -1,0 +1,298 @@
+// The HTML run report (tools/mlusim/html_report.h): escaping, the numbers it derives (roofline
+// intensity and throughput, % of peak and of bound), the cap on timeline bars, the trace's tracks
+// and counters, and a message for every section without data.
+#include "html_report.h"
+
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace mlusim::report {
+namespace {
+
+using nlohmann::json;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// A run on `tiny`: fp32 conv (2,359,296 MACs, 80 KiB minimum, 30.72 µs), fp16 mm (64^3 MACs,
+// 24 KiB, 2.048 µs) and an add without MACs. Peaks: fp32 128 GMAC/s, fp16 512 GMAC/s, 64 GB/s.
+json sample_run() {
+  json ops = json::array();
+  ops.push_back({{"name", "aten::convolution"},
+                 {"calls", 2},
+                 {"libmlu_ops", 2},
+                 {"kernels", 2},
+                 {"cycles", 30720},
+                 {"share", 0.9},
+                 {"time_ns", 30720.0},
+                 {"macs", 2359296},
+                 {"kernel_macs_by_dtype", {{"fp32", 2359296}}},
+                 {"min_dram_bytes", 81920},
+                 {"dram_bytes", 98304},
+                 {"roofline_bound_ns", 18432.0},
+                 {"peak_macs_per_s", 1.28e11}});
+  ops.push_back({{"name", "aten::mm"},
+                 {"calls", 1},
+                 {"libmlu_ops", 1},
+                 {"kernels", 1},
+                 {"cycles", 2048},
+                 {"share", 0.06},
+                 {"time_ns", 2048.0},
+                 {"macs", 262144},
+                 {"kernel_macs_by_dtype", {{"fp16", 262144}}},
+                 {"min_dram_bytes", 24576},
+                 {"dram_bytes", 24576},
+                 {"roofline_bound_ns", 512.0},
+                 {"peak_macs_per_s", 5.12e11}});
+  ops.push_back({{"name", "aten::add.Tensor"},
+                 {"calls", 3},
+                 {"libmlu_ops", 3},
+                 {"kernels", 3},
+                 {"cycles", 1024},
+                 {"share", 0.04},
+                 {"time_ns", 1024.0},
+                 {"macs", 0},
+                 {"kernel_macs_by_dtype", json::object()},
+                 {"min_dram_bytes", 49152},
+                 {"dram_bytes", 49152},
+                 {"roofline_bound_ns", 768.0},
+                 {"peak_macs_per_s", 0}});
+  json report = {
+      {"elapsed_ns", 40000.0},
+      {"kernel_launches", 6},
+      {"ops", ops},
+      {"kernels", json::array({{{"name", "conv_gemm"},
+                                {"launches", 2},
+                                {"cycles", 30720},
+                                {"share", 0.9},
+                                {"time_ns", 30720.0},
+                                {"macs", 2359296},
+                                {"vector_elements", 0},
+                                {"faulted", 0}}})},
+      {"engines",
+       {{"TFU", {{"busy_ns", 198656.0}, {"utilisation", 0.6208}, {"intrinsics", 96}, {"cycles", 198656}}},
+        {"VFU", {{"busy_ns", 0.0}, {"utilisation", 0.0}, {"intrinsics", 0}, {"cycles", 0}}}}},
+      {"memory_traffic", {{"GDRAM", {{"read_bytes", 131072}, {"write_bytes", 65536}}}}},
+      {"allocator", {{"allocated_bytes.all.current", 114688}, {"allocated_bytes.all.peak", 147456}, {"num_ooms", 0}}},
+      {"driver_memory", {{"allocated_bytes", 2097152}}},
+      {"cpu_fallback", {{"aten::nonzero", 2}}},
+      {"dram_peak_bytes_per_s", 6.4e10}};
+  return {{"mlusim_run", 1},
+          {"model", "net"},
+          {"config", "tiny"},
+          {"batch", 1},
+          {"dtype", "float32"},
+          {"mode", "inference"},
+          {"simulated_ns", 40000.0},
+          {"cycles", 40000},
+          {"host_seconds", 0.5},
+          {"trace", nullptr},
+          {"peaks",
+           {{"dram_bytes_per_s", 6.4e10}, {"macs_per_s", {{"fp32", 1.28e11}, {"fp16", 5.12e11}, {"int8", 2.048e12}}}}},
+          {"report", report}};
+}
+
+json meta(const std::string& name, int tid, const json& args) {
+  return {{"name", name}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", args}};
+}
+json slice(const std::string& name, const std::string& cat, int tid, double ts, double dur,
+           const json& args = json::object()) {
+  return {{"name", name}, {"cat", cat}, {"ph", "X"},  {"pid", 1},
+          {"tid", tid},   {"ts", ts},   {"dur", dur}, {"args", args}};
+}
+json counter(const std::string& name, double ts, const json& args) {
+  return {{"name", name}, {"ph", "C"}, {"pid", 1}, {"tid", 3}, {"ts", ts}, {"args", args}};
+}
+
+TEST(HtmlEscape, ReplacesMarkupCharacters) {
+  EXPECT_EQ(html_escape("<a href=\"x\">Tom & 'Jerry'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+  EXPECT_EQ(html_escape("µs · plain"), "µs · plain");
+}
+
+TEST(HtmlReport, RejectsJsonThatIsNotARunReport) {
+  EXPECT_THROW(check_run_report(json::array()), RunReportError);
+  EXPECT_THROW(check_run_report(json{{"elapsed_ns", 1.0}, {"ops", json::array()}}), RunReportError);
+  try {
+    build_html_report(json{{"config", "tiny"}}, nullptr);
+    FAIL() << "no exception";
+  } catch (const RunReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlusim_run"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_run_report(json{{"mlusim_run", 1}}));
+}
+
+TEST(HtmlReport, EveryTextFromTheInputsIsEscaped) {
+  json run = sample_run();
+  run["model"] = "<b>bold</b>";
+  run["report"]["ops"][0]["name"] = "<script>alert(1)</script>";
+  run["report"]["kernels"][0]["name"] = "k\"'&<>";
+  run["report"]["cpu_fallback"] = {{"<img src=x onerror=alert(2)>", 1}};
+  json trace = {
+      {"traceEvents",
+       {meta("process_name", 0, {{"name", "<i>mlu0</i>"}}), meta("thread_name", 1, {{"name", "</text><svg onload=x>"}}),
+        slice("</title><script>alert(3)</script>", "op", 1, 0, 1, {{"op", "<u>"}}),
+        counter("<memory> (bytes)", 0, {{"bytes", 1}})}}};
+  const std::string html = build_html_report(run, &trace);
+  EXPECT_EQ(count(html, "<script"), 2u) << "only the page's own two scripts";
+  EXPECT_EQ(html.find("<b>bold"), std::string::npos);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_EQ(html.find("<svg onload"), std::string::npos);
+  EXPECT_EQ(html.find("<i>mlu0"), std::string::npos);
+  EXPECT_EQ(html.find("<u>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("k&quot;&#39;&amp;&lt;&gt;"), std::string::npos);
+  EXPECT_NE(html.find("&lt;/title&gt;&lt;script&gt;alert(3)"), std::string::npos);
+}
+
+TEST(HtmlReport, RooflineAndOpTableDeriveIntensityThroughputAndEfficiency) {
+  const std::string html = build_html_report(sample_run(), nullptr);
+  // conv: 2 x 2,359,296 / 81,920 = 57.6 FLOP/byte; 2 x 2,359,296 / 30.72 µs = 153.6 GFLOP/s,
+  // 60 % of the fp32 peak (128 GMAC/s) and 18.432 / 30.72 = 60 % of its roofline bound.
+  EXPECT_NE(html.find("aten::convolution (fp32)\nintensity 57.6 FLOP/byte\nachieved 153.60 GFLOP/s"),
+            std::string::npos);
+  EXPECT_NE(html.find("60.0 % of peak, 60.0 % of the roofline bound"), std::string::npos);
+  // mm: 2 x 64^3 / 24 KiB = 21.3 FLOP/byte; 256 GFLOP/s = 25 % of 512 GMAC/s; bound 0.512 / 2.048.
+  EXPECT_NE(html.find("aten::mm (fp16)\nintensity 21.3 FLOP/byte\nachieved 256.00 GFLOP/s"), std::string::npos);
+  EXPECT_NE(html.find("25.0 % of peak, 25.0 % of the roofline bound"), std::string::npos);
+  EXPECT_EQ(count(html, "<circle class=\"op\""), 2u) << "the add has no MACs: no intensity";
+  EXPECT_NE(html.find("1 ops without MACs or DRAM bytes (no intensity) are not plotted: aten::add.Tensor"),
+            std::string::npos);
+  // Roofs: fp32 256 GFLOP/s and fp16 1.02 TFLOP/s drawn; int8 used by no op, only named.
+  EXPECT_NE(html.find("fp32 roof: 256.00 GFLOP/s, ridge at 4 FLOP/byte"), std::string::npos);
+  EXPECT_NE(html.find("fp16 roof: 1.02 TFLOP/s, ridge at 16 FLOP/byte"), std::string::npos);
+  EXPECT_EQ(html.find("int8 roof"), std::string::npos);
+  EXPECT_NE(html.find("not drawn): int8 4.10 TFLOP/s"), std::string::npos);
+  // Op table: cycles grouped, share, % of peak and of bound as sortable values.
+  EXPECT_NE(html.find("<td class=\"num\" data-v=\"30720\">30,720</td>"), std::string::npos);
+  EXPECT_NE(html.find("data-v=\"0.59999999999999998\">60.0 %</td>"), std::string::npos);
+  // Engines: bar width = utilisation x 520 px.
+  EXPECT_NE(html.find("width=\"322.82\" height=\"18\"><title>TFU: 62.1 % utilised"), std::string::npos);
+}
+
+TEST(HtmlReport, SectionsWithoutDataSaySo) {
+  const std::string html = build_html_report(json{{"mlusim_run", 1}, {"trace", nullptr}}, nullptr);
+  for (const char* message :
+       {"No trace: the run recorded none.",
+        "The report has no ops (no ATen op ran kernels on the device), so there is nothing to plot.",
+        "The report has no engine statistics.", "No ATen op ran kernels on the device", "No kernels ran on the device.",
+        "The report has no memory traffic.", "The report has no caching-allocator statistics.",
+        "No op fell back to the CPU", "The run report has no &quot;report&quot; object"})
+    EXPECT_NE(html.find(message), std::string::npos) << message;
+  EXPECT_EQ(count(html, "No trace: the run recorded none."), 3u) << "the warnings, the timeline and memory sections";
+
+  const json empty_trace = {{"traceEvents", json::array({meta("process_name", 0, {{"name", "mlu0"}})})}};
+  const std::string page = build_html_report(sample_run(), &empty_trace);
+  EXPECT_NE(page.find("The trace has no slices"), std::string::npos);
+  EXPECT_NE(page.find("The trace has no counter events"), std::string::npos);
+
+  const json not_a_trace = {{"events", json::array()}};
+  EXPECT_NE(build_html_report(sample_run(), &not_a_trace)
+                .find("The trace could not be used: the trace has no &quot;traceEvents&quot; array"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, TimelineHasOneLanePerTrackNamedByMetadataInSortOrder) {
+  json events = json::array({meta("process_name", 0, {{"name", "mlu0 (tiny)"}}),
+                             meta("thread_name", 1, {{"name", "host link"}}),
+                             meta("thread_sort_index", 1, {{"sort_index", 2000}}),
+                             meta("thread_name", 2, {{"name", "queue 0"}}),
+                             meta("thread_sort_index", 2, {{"sort_index", 1000}}),
+                             slice("memcpy HtoD", "copy", 1, 0, 2, {{"bytes", 4096}, {"start_ps", 0}}),
+                             slice("aten::mm", "op", 2, 2, 4),
+                             slice("matmul", "kernel", 2, 2.5, 3, {{"cycles", 3000}, {"op", "aten::mm"}}),
+                             {{"name", "sync"}, {"ph", "B"}, {"pid", 1}, {"tid", 2}, {"ts", 7}},
+                             {{"name", "sync"}, {"ph", "E"}, {"pid", 1}, {"tid", 2}, {"ts", 8}},
+                             {{"name", "stray end"}, {"ph", "E"}, {"pid", 1}, {"tid", 2}, {"ts", 9}}});
+  const json trace = {{"traceEvents", events}};
+  const std::string html = build_html_report(sample_run(), &trace);
+  const auto queue = html.find(">queue 0</text>"), link = html.find(">host link</text>");
+  ASSERT_NE(queue, std::string::npos);
+  ASSERT_NE(link, std::string::npos);
+  EXPECT_LT(queue, link) << "thread_sort_index puts queue 0 first";
+  EXPECT_NE(html.find(">mlu0 (tiny)</text>"), std::string::npos);
+  // Hover titles: name, category, start, duration, args (start_ps left out: it repeats the start).
+  EXPECT_NE(html.find("<title>matmul\nkernel · start 2.5 µs · duration 3 µs\ncycles: 3000\nop: aten::mm</title>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<title>memcpy HtoD\ncopy · start 0 ns · duration 2 µs\nbytes: 4096</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>sync\nstart 7 µs · duration 1 µs</title>"), std::string::npos) << "B/E pair";
+  EXPECT_NE(html.find("1 events without a time or without a matching begin/end were left out."), std::string::npos);
+  // The kernel nests in its op: one row (13 px) lower. Time axis: 0..8 µs (the last slice's end)
+  // over 1080 px from x = 260, so 135 px per µs.
+  const std::string op_bar = "<rect x=\"530\" y=\"";
+  const std::string kernel_bar = "<rect x=\"597.5\" y=\"";
+  const auto op_at = html.find(op_bar), kernel_at = html.find(kernel_bar);
+  ASSERT_NE(op_at, std::string::npos);
+  ASSERT_NE(kernel_at, std::string::npos);
+  const double op_y = std::stod(html.substr(op_at + op_bar.size())),
+               kernel_y = std::stod(html.substr(kernel_at + kernel_bar.size()));
+  EXPECT_DOUBLE_EQ(kernel_y - op_y, 13);
+}
+
+TEST(HtmlReport, LargeTracesDrawTheLongestSlicesAndMergeTheRest) {
+  json events = json::array({meta("thread_name", 1, {{"name", "TFU"}})});
+  for (int i = 1; i <= 100; ++i) events.push_back(slice("s" + std::to_string(i), "intrinsic", 1, i * 10.0, i * 0.05));
+  const json trace = {{"traceEvents", events}};
+  HtmlReportOptions options;
+  options.max_bars = 10;
+  const std::string html = build_html_report(sample_run(), &trace, options);
+  EXPECT_EQ(count(html, "class=\"c0\""), 10u + 1u) << "10 bars and the legend swatch";
+  for (int i = 91; i <= 100; ++i) EXPECT_NE(html.find("<title>s" + std::to_string(i) + "\n"), std::string::npos) << i;
+  EXPECT_EQ(html.find("<title>s90\n"), std::string::npos);
+  EXPECT_NE(
+      html.find("The trace has 100 slices: the 10 longest are drawn one by one; the other 90 (each at most 4.5 µs)"),
+      std::string::npos);
+  EXPECT_NE(html.find("TFU: 90 short slices (each at most 4.5 µs) merged, busy 204.8 µs in all"), std::string::npos)
+      << "0.05 + 0.10 + ... + 4.5 µs = 204.75 µs";
+  EXPECT_NE(html.find("<path class=\"merged\""), std::string::npos);
+}
+
+TEST(HtmlReport, CountersBecomeStepPlotsByUnit) {
+  const json trace = {
+      {"traceEvents",
+       {counter("memory reserved (bytes)", 0, {{"bytes", 2097152}}),
+        counter("torch allocated (bytes)", 0, {{"bytes", 16384}}),
+        counter("torch allocated (bytes)", 4, {{"bytes", 49152}}),
+        counter("torch allocated (bytes)", 8, {{"bytes", 32768}}), counter("DRAM bandwidth (GB/s)", 2, {{"GB/s", 8.0}}),
+        counter("DRAM bandwidth (GB/s)", 6, {{"GB/s", 0.0}})}}};
+  const std::string html = build_html_report(sample_run(), &trace);
+  EXPECT_NE(html.find("<title>torch allocated (bytes): bytes (peak 48.00 KiB, 3 events)</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>memory reserved (bytes): bytes (peak 2.00 MiB, 1 events)</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>DRAM bandwidth (GB/s): GB/s (peak 8 GB/s, 2 events)</title>"), std::string::npos);
+  EXPECT_NE(html.find("<h3>Memory (bytes)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<h3>DRAM bandwidth (GB/s)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("peak 64 GB/s</text>"), std::string::npos) << "the run's peak DRAM bandwidth as a reference line";
+  // Steps: 0..8 µs over 1080 px from x = 260; the allocated series holds 16 KiB until 4 µs.
+  EXPECT_NE(html.find("d=\"M260 "), std::string::npos);
+  EXPECT_NE(html.find("H800V"), std::string::npos);
+}
+
+TEST(HtmlReport, BareArrayTracesAreAccepted) {
+  const json trace = json::array({slice("k", "kernel", 1, 0, 1)});
+  const std::string html = build_html_report(sample_run(), &trace);
+  EXPECT_NE(html.find("<title>k\nkernel"), std::string::npos);
+  EXPECT_NE(html.find(">track 1</text>"), std::string::npos) << "unnamed tracks get their tid";
+}
+
+TEST(HtmlReport, StreamedTracesGiveTheSamePageAsParsedOnes) {
+  json events = json::array({meta("process_name", 0, {{"name", "mlu0"}}), slice("a", "op", 1, 0, 4, {{"cycles", 4000}}),
+                             slice("b", "kernel", 1, 1, 2), counter("torch allocated (bytes)", 0.5, {{"bytes", 1024}}),
+                             meta("thread_name", 1, {{"name", "queue 0"}})});  // metadata after the track's events
+  for (const json& trace : {json{{"traceEvents", events}, {"otherData", {{"config", "tiny"}}}}, events}) {
+    std::istringstream stream(trace.dump());
+    EXPECT_EQ(build_html_report(sample_run(), stream), build_html_report(sample_run(), &trace));
+  }
+  std::istringstream no_events(R"({"otherData": {"traceEvents": []}})");
+  EXPECT_NE(build_html_report(sample_run(), no_events).find("The trace could not be used"), std::string::npos);
+  std::istringstream broken(R"({"traceEvents": [{"ph": "X", )");
+  EXPECT_THROW(build_html_report(sample_run(), broken), json::parse_error);
+}
+
+}  // namespace
+}  // namespace mlusim::report

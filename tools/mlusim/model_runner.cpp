@@ -1,0 +1,372 @@
+#include "model_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/Context.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <mlusim_ext.h>
+
+#include "mlusim/sim/roofline.h"
+#include "mlusim/torch/api.h"
+
+#ifndef MLUSIM_BUILD_MODEL_DIR
+#error "MLUSIM_BUILD_MODEL_DIR must name the build tree's models/ folder (tools/mlusim/CMakeLists.txt)"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace mlusim::cli {
+namespace {
+
+std::vector<std::int64_t> parse_shape(const std::string& text) {
+  std::vector<std::int64_t> dims;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "B" || item == "b" || item == "-1") {
+      dims.push_back(-1);
+      continue;
+    }
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 1)
+      throw std::invalid_argument("--input-shape " + text + ": '" + item +
+                                  "' is not a positive size (use B or -1 for the batch dimension)");
+    dims.push_back(v);
+  }
+  if (dims.empty()) throw std::invalid_argument("--input-shape: empty shape");
+  return dims;
+}
+
+// Reads <file>.json beside a model file into `spec` (silently absent for user models).
+bool read_sidecar(const fs::path& json_path, ModelSpec& spec) {
+  std::ifstream in(json_path);
+  if (!in) return false;
+  nlohmann::json j;
+  try {
+    in >> j;
+    for (const auto& shape : j.at("inputs")) spec.inputs.push_back(shape.get<std::vector<std::int64_t>>());
+    spec.loss = j.value("loss", "mse");
+    spec.classes = j.value("classes", 0);
+    spec.description = j.value("description", "");
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(json_path.string() + ": not a model sidecar (" + e.what() + ")");
+  }
+  return true;
+}
+
+// A progress line on stderr while a run goes on: iteration, ATen ops run (as a bar once the first
+// iteration told how many an iteration has), host seconds.
+class Progress {
+ public:
+  Progress(bool enabled, int iterations) : enabled_(enabled && ::isatty(2) == 1), iterations_(iterations) {
+    if (enabled_) thread_ = std::thread([this] { loop(); });
+  }
+  ~Progress() { stop(); }
+  void iteration(int i) {
+    const std::uint64_t now = bridge::op_calls();
+    if (i == 1 && ops_at_start_ == 0) ops_at_start_ = now;
+    if (i == 2) ops_per_iteration_ = now - ops_at_start_;
+    iteration_ = i;
+  }
+  void stop() {
+    if (!enabled_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    std::fprintf(stderr, "\r%-100s\r", "");
+    std::fflush(stderr);
+    enabled_ = false;
+  }
+
+ private:
+  void loop() {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::uint64_t ops = bridge::op_calls() - ops_at_start_;
+      const int it = iteration_.load();
+      char bar[32] = "";
+      const std::uint64_t per = ops_per_iteration_.load();
+      if (per > 0) {
+        const double frac = std::min(1.0, double(ops) / double(per * std::uint64_t(iterations_)));
+        const int filled = static_cast<int>(frac * 20);
+        for (int k = 0; k < 20; ++k) bar[k] = k < filled ? '#' : '.';
+        bar[20] = '\0';
+      }
+      std::fprintf(stderr, "\r  [%s] iteration %d/%d, %llu device ops, %.1f s", bar, std::max(it, 1), iterations_,
+                   static_cast<unsigned long long>(ops), secs);
+      std::fflush(stderr);
+    }
+  }
+
+  bool enabled_;
+  int iterations_;
+  std::atomic<int> iteration_{0};
+  std::atomic<std::uint64_t> ops_per_iteration_{0};
+  std::uint64_t ops_at_start_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+at::Tensor first_tensor(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor();
+  if (v.isTuple())
+    for (const c10::IValue& e : v.toTupleRef().elements())
+      if (e.isTensor()) return e.toTensor();
+  if (v.isList())
+    for (const c10::IValue& e : v.toListRef())
+      if (e.isTensor()) return e.toTensor();
+  throw std::runtime_error("the model's forward returned no tensor (got " + v.tagKind() + ")");
+}
+
+// Module::to() would call set_data() on every parameter, which torch 1.13 refuses between CPU and
+// PrivateUse1 tensors (not "compatible shallow-copy types"); nn.Module.to() replaces them
+// instead, and so does this: every parameter and buffer of every submodule is set anew.
+void move_module(torch::jit::Module& module, const c10::Device& device, at::ScalarType dtype) {
+  for (torch::jit::Module m : module.modules()) {
+    std::vector<std::pair<std::string, at::Tensor>> moved;
+    for (const auto& p : m.named_parameters(/*recurse=*/false)) moved.emplace_back(p.name, p.value);
+    for (const auto& b : m.named_buffers(/*recurse=*/false)) moved.emplace_back(b.name, b.value);
+    for (auto& [name, t] : moved) {
+      const bool requires_grad = t.requires_grad();
+      at::Tensor d = t.is_floating_point() ? t.detach().to(device, dtype) : t.detach().to(device);
+      if (requires_grad) d.set_requires_grad(true);
+      m.setattr(name, d);
+    }
+  }
+}
+
+std::string shape_text(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+fs::path model_dir() {
+  if (const char* env = std::getenv("MLUSIM_MODEL_DIR"); env != nullptr && *env != '\0') return fs::path(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "mlusim" / "models";
+    if (fs::is_directory(installed, ec)) return installed;
+  }
+  return fs::path(MLUSIM_BUILD_MODEL_DIR);
+}
+
+std::vector<std::string> builtin_model_names() {
+  return {"resnet18", "resnet50", "mobilenet_v2", "bert-base", "gpt2-small", "mlp"};
+}
+
+ModelSpec resolve_model(const std::string& name_or_path, const std::vector<std::string>& input_shapes) {
+  ModelSpec spec;
+  const auto names = builtin_model_names();
+  if (std::find(names.begin(), names.end(), name_or_path) != names.end()) {
+    spec.name = name_or_path;
+    spec.file = model_dir() / (name_or_path + ".pt");
+    std::error_code ec;
+    if (!fs::is_regular_file(spec.file, ec))
+      throw std::invalid_argument("built-in model " + name_or_path + ": " + spec.file.string() +
+                                  " is missing; build the target mlusim_models (or set MLUSIM_MODEL_DIR)");
+  } else {
+    spec.file = name_or_path;
+    std::error_code ec;
+    if (!fs::is_regular_file(spec.file, ec)) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("model '" + name_or_path + "' is neither a built-in model (" + known +
+                                  ") nor a TorchScript file");
+    }
+    spec.name = spec.file.stem().string();
+  }
+  fs::path sidecar = spec.file;
+  sidecar.replace_extension(".json");
+  read_sidecar(sidecar, spec);
+  if (!input_shapes.empty()) {
+    spec.inputs.clear();
+    for (const std::string& s : input_shapes) spec.inputs.push_back(parse_shape(s));
+  }
+  if (spec.inputs.empty())
+    throw std::invalid_argument("model " + spec.file.string() +
+                                ": its input shapes are unknown; give --input-shape (e.g. --input-shape B,3,224,224)");
+  return spec;
+}
+
+namespace {
+
+RunResult run_model_impl(const RunOptions& o) {
+  if (o.batch < 1) throw std::invalid_argument("--batch must be >= 1");
+  if (o.iterations < 1) throw std::invalid_argument("--iterations must be >= 1");
+  if (o.dtype != "float32" && o.dtype != "float16")
+    throw std::invalid_argument("--dtype " + o.dtype + ": expected float32 or float16");
+  const at::ScalarType dtype = o.dtype == "float16" ? at::kHalf : at::kFloat;
+
+  bridge::load_config(o.config, o.overrides);
+  bridge::set_cpu_fallback(o.fallback);
+  bridge::reset_cpu_fallback_counts();
+  const c10::Device device(c10::DeviceType::PrivateUse1, 0);
+
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(o.model.file.string());
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument("model " + o.model.file.string() + " is not a TorchScript file torch 1.13 can load: " +
+                                e.what_without_backtrace());
+  }
+  move_module(module, device, dtype);
+  module.train(o.train);
+
+  at::manual_seed(o.seed);
+  bridge::manual_seed(o.seed);
+  std::vector<c10::IValue> inputs;
+  for (std::vector<std::int64_t> shape : o.model.inputs) {
+    for (auto& d : shape)
+      if (d == -1) d = o.batch;
+    inputs.emplace_back(at::randn(shape).to(device, dtype));
+  }
+  at::Tensor target;
+  if (o.train && o.model.loss == "cross_entropy")
+    target = at::randint(o.model.classes, {o.batch}, at::TensorOptions().dtype(at::kLong)).to(device);
+
+  std::vector<at::Tensor> params;
+  for (const at::Tensor& p : module.parameters()) params.push_back(p);
+
+  auto iteration = [&] {
+    if (!o.train) {
+      const c10::NoGradGuard no_grad;
+      module.forward(inputs);
+      return;
+    }
+    const at::Tensor out = first_tensor(module.forward(inputs));
+    at::Tensor loss;
+    if (o.model.loss == "cross_entropy") {
+      loss = at::cross_entropy_loss(out, target);
+    } else {
+      loss = out.mul(out).mean();  // MSE against zeros
+    }
+    loss.backward();
+    const c10::NoGradGuard no_grad;
+    for (at::Tensor& p : params) {
+      at::Tensor& g = p.mutable_grad();
+      if (!g.defined()) continue;
+      p.add_(g, -o.learning_rate);  // plain SGD
+      g = at::Tensor();             // zero_grad(set_to_none=True)
+    }
+  };
+
+  for (int i = 0; i < o.warmup; ++i) iteration();
+  bridge::synchronize();
+  bridge::reset_stats();
+  if (!o.trace_path.empty()) bridge::trace_begin(o.trace_level);
+  bridge::set_timing_only(o.timing_only);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Progress progress(o.progress, o.iterations);
+    for (int i = 1; i <= o.iterations; ++i) {
+      progress.iteration(i);
+      iteration();
+    }
+    bridge::synchronize();
+  }
+  const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bridge::set_timing_only(false);
+
+  RunResult r;
+  r.text = bridge::cycle_report();
+  nlohmann::json report = nlohmann::json::parse(bridge::cycle_report_json());
+  if (!o.trace_path.empty()) {
+    bridge::trace_end();
+    bridge::trace_write(o.trace_path);
+  }
+  const sim::HardwareConfig cfg = driver::loaded_config();
+  const double elapsed_ns = report.value("elapsed_ns", 0.0);
+  nlohmann::json& j = r.report;
+  j["mlusim_run"] = 1;
+  j["model"] = o.model.name;
+  j["model_file"] = o.model.file.string();
+  j["description"] = o.model.description;
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const c10::IValue& v : inputs) shapes.push_back(v.toTensor().sizes().vec());
+  j["inputs"] = shapes;
+  j["config"] = bridge::config_name();
+  j["batch"] = o.batch;
+  j["dtype"] = o.dtype;
+  j["mode"] = o.train ? "train" : "inference";
+  j["iterations"] = o.iterations;
+  j["timing_only"] = o.timing_only;
+  j["simulated_ns"] = elapsed_ns;
+  j["simulated_ns_per_iteration"] = elapsed_ns / o.iterations;
+  j["cycles"] = static_cast<std::uint64_t>(elapsed_ns * cfg.core_clock_mhz / 1000.0);
+  j["core_clock_mhz"] = cfg.core_clock_mhz;
+  j["host_seconds"] = host_seconds;
+  // Absolute, so the report finds it wherever the JSON is written.
+  j["trace"] = o.trace_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(fs::absolute(o.trace_path).string());
+  nlohmann::json macs = nlohmann::json::object();
+  for (const sim::DType d : {sim::DType::kFloat32, sim::DType::kFloat16, sim::DType::kInt8})
+    macs[std::string(sim::dtype_name(d))] = sim::peak_macs_per_s(cfg, d);
+  j["peaks"] = {{"dram_bytes_per_s", sim::dram_peak_bytes_per_s(cfg)}, {"macs_per_s", macs}};
+  j["report"] = std::move(report);
+
+  std::ostringstream head;
+  char line[256];
+  std::snprintf(line, sizeof line, "model %s (%s), %s, batch %lld, %s, %d iteration%s%s\n", o.model.name.c_str(),
+                o.model.description.empty() ? o.model.file.string().c_str() : o.model.description.c_str(),
+                o.train ? "training step (forward + backward + SGD)" : "inference", static_cast<long long>(o.batch),
+                o.dtype.c_str(), o.iterations, o.iterations == 1 ? "" : "s", o.timing_only ? ", timing-only" : "");
+  head << line;
+  std::snprintf(line, sizeof line,
+                "simulated time %.3f ms (%.3f ms per iteration, %llu cycles at %.0f MHz); host time %.2f s\n",
+                elapsed_ns / 1e6, elapsed_ns / 1e6 / o.iterations,
+                static_cast<unsigned long long>(j["cycles"].get<std::uint64_t>()), cfg.core_clock_mhz, host_seconds);
+  head << line;
+  for (std::size_t i = 0; i < o.model.inputs.size(); ++i)
+    head << "input " << i << ": " << shape_text(shapes[i].get<std::vector<std::int64_t>>()) << "\n";
+  r.text = head.str() + "\n" + r.text;
+  return r;
+}
+
+}  // namespace
+
+RunResult run_model(const RunOptions& o) {
+  try {
+    return run_model_impl(o);
+  } catch (const c10::Error& e) {
+    // Op errors name the op and the device; torch's C++ backtrace is noise for a CLI user.
+    throw std::runtime_error(e.what_without_backtrace());
+  }
+}
+
+}  // namespace mlusim::cli

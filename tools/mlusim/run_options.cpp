@@ -1,0 +1,66 @@
+#include "run_options.h"
+
+#include <filesystem>
+
+#include "mlusim/sim/config.h"
+
+namespace mlusim::cli {
+
+void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
+  std::string models;
+  for (const auto& n : builtin_model_names()) models += (models.empty() ? "" : ", ") + n;
+  cmd.add_option("model", model, "Built-in model (" + models + ") or a TorchScript .pt file")->required();
+  cmd.add_option("--input-shape", input_shapes,
+                 "Input shape, comma separated, B for the batch (e.g. B,3,224,224); once per input; "
+                 "needed for TorchScript files without a <file>.json sidecar");
+  if (with_config) {
+    config = sim::default_config_name();
+    cmd.add_option("-c,--config", config, "Hardware preset or YAML file")->capture_default_str();
+    cmd.add_option("--set", sets, "Override a config key, key=value (repeatable)");
+  }
+  cmd.add_option("-b,--batch", batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--dtype", dtype, "Data type of weights and activations")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"float32", "float16"}));
+  cmd.add_flag("--train", train, "One training step per iteration: forward, backward, SGD (default: inference)");
+  cmd.add_option("-n,--iterations", iterations, "Measured iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--warmup", warmup, "Unmeasured iterations first (allocator cache, handles)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--timing-only", timing_only,
+               "Skip floating-point arithmetic in kernels (same simulated time, much faster, results garbage)");
+  cmd.add_flag("--fallback", fallback,
+               "Run ops without a device kernel on the CPU (counted in the report) instead of failing");
+  cmd.add_option("--trace-level", trace_level, "Trace detail: ops, or intrinsics (large)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ops", "intrinsics"}));
+  cmd.add_option("--lr", learning_rate, "SGD learning rate for --train")->capture_default_str();
+  cmd.add_option("--seed", seed, "Seed of the random inputs, labels and device generator")->capture_default_str();
+  cmd.add_flag("--no-progress", no_progress, "No progress line on stderr");
+}
+
+RunOptions ModelRunOptions::resolve() const {
+  RunOptions o;
+  o.model = resolve_model(model, input_shapes);
+  o.config = config;
+  o.overrides = sets;
+  o.batch = batch;
+  o.dtype = dtype;
+  o.train = train;
+  o.iterations = iterations;
+  o.warmup = warmup;
+  o.timing_only = timing_only;
+  o.fallback = fallback;
+  o.trace_level = trace_level == "intrinsics" ? 2 : 1;
+  o.progress = !no_progress;
+  o.learning_rate = learning_rate;
+  o.seed = seed;
+  return o;
+}
+
+std::string ModelRunOptions::config_label() const {
+  const std::filesystem::path p(config);
+  return p.has_extension() ? p.stem().string() : config;
+}
+
+}  // namespace mlusim::cli
