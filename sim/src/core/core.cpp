@@ -254,11 +254,8 @@ std::uint64_t Core::hazard_key(Space s, std::uint64_t addr) {
 
 void Core::check_hazards(const std::vector<Range>& reads, const std::vector<Range>& writes, const char* what) {
   if (outstanding_.empty()) return;
-  auto overlaps = [](const RangeMap& m, const Range& r) {
-    if (r.hi <= r.lo) return false;
-    const auto span =
-        boost::icl::interval<std::uint64_t>::right_open(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
-    return m.find(span) != m.end();  // find(interval) = first segment overlapping it
+  auto overlaps = [](RangeSet& m, const Range& r) {
+    return m.overlaps(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
   };
   auto report = [&](const Range& r, const char* kind) {
     fault(std::string("hazard: ") + what + " " + kind + " [" + Addr{r.space, r.lo}.str() + ", +" +
@@ -383,11 +380,8 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
     if (!c.transfer->done()) wait_event(c.transfer->done_event());
     return;
   }
-  auto key = [](const Range& r) {
-    return boost::icl::interval<std::uint64_t>::right_open(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
-  };
-  for (const Range& r : c.reads) inflight_reads_ += std::make_pair(key(r), std::set<std::uint32_t>{c.id});
-  for (const Range& r : c.writes) inflight_writes_ += std::make_pair(key(r), std::set<std::uint32_t>{c.id});
+  for (const Range& r : c.reads) inflight_reads_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
+  for (const Range& r : c.writes) inflight_writes_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
   outstanding_.push_back(std::move(c));
 }
 

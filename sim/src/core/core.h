@@ -11,15 +11,14 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
-#include <boost/icl/interval_map.hpp>
 #include <systemc>
 
 #include "device/launch_state.h"
 #include "fabric/bandwidth_fabric.h"
+#include "core/range_set.h"
 #include "memory/onchip_memory.h"
 #include "mlusim/sim/kernel_api.h"
 #include "mlusim/sim/stats.h"
@@ -93,7 +92,6 @@ class Core {
     std::shared_ptr<Transfer> transfer;
     std::vector<Range> reads, writes;
   };
-  using RangeMap = boost::icl::interval_map<std::uint64_t, std::set<std::uint32_t>>;
 
   void thread_main();
   void run_task();
@@ -139,7 +137,7 @@ class Core {
   bool shutdown_ = false;
 
   std::vector<OutstandingCopy> outstanding_;
-  RangeMap inflight_reads_, inflight_writes_;
+  RangeSet inflight_reads_, inflight_writes_;  // hazard keys of outstanding_'s ranges
   std::uint32_t next_copy_id_ = 0;
   std::array<std::uint32_t, kEngineCount> engine_active_{};
   std::array<Picos, kEngineCount> engine_busy_since_{};
