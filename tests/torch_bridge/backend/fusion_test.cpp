@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include "mlusim/torch/api.h"
@@ -64,6 +65,15 @@ int count_kind(const torch::jit::Module& m, const char* kind) {
   return n;
 }
 
+// The programs of the graph's mlu::elementwise nodes.
+std::vector<std::string> programs(const torch::jit::Module& m) {
+  std::vector<std::string> out;
+  for (const torch::jit::Node* node : m.get_method("forward").graph()->nodes())
+    if (node->kind() == c10::Symbol::fromQualString("mlu::elementwise"))
+      out.push_back(torch::jit::toIValue(node->input(1))->toStringRef());
+  return out;
+}
+
 at::Tensor forward(torch::jit::Module& m, const at::Tensor& x) {
   const c10::NoGradGuard no_grad;
   return m.forward({x}).toTensor();
@@ -105,6 +115,8 @@ TEST_F(FusionTest, Resnet18FusedOnTheDeviceMatchesTheCpu) {
   EXPECT_EQ(stats.matches.at("elementwise"), 8);   // out += identity; relu, per basic block
   EXPECT_EQ(count_kind(model, "mlu::conv_bn_act"), 20);
   EXPECT_EQ(count_kind(model, "mlu::elementwise"), 8);
+  // In-place add_ on the fused conv's fresh result keeps that result's dtype.
+  EXPECT_EQ(programs(model), std::vector<std::string>(8, "relu(cast_like(add($0, $1), $0))"));
   EXPECT_EQ(count_kind(model, "aten::batch_norm"), 0);
   EXPECT_EQ(count_kind(model, "aten::relu_"), 0);
 
@@ -123,7 +135,8 @@ TEST_F(FusionTest, Resnet18FusedOnTheDeviceMatchesTheCpu) {
   EXPECT_EQ(fused_calls, 20);
   EXPECT_LT(report["kernel_launches"].get<int>(), unfused_report["kernel_launches"].get<int>());
   const auto gdram = [](const nlohmann::json& r) {
-    return r["memory_traffic"]["GDRAM"]["read_bytes"].get<double>() + r["memory_traffic"]["GDRAM"]["write_bytes"].get<double>();
+    const auto& t = r["memory_traffic"]["GDRAM"];
+    return t["read_bytes"].get<double>() + t["write_bytes"].get<double>();
   };
   EXPECT_LT(gdram(report), gdram(unfused_report));
 }
@@ -181,6 +194,7 @@ TEST_F(FusionTest, MobilenetTransformerBlocksAndMlp) {
     const FusionStats s = fuse_torchscript(m);
     EXPECT_EQ(s.matches.at("linear_act"), 1);   // fc + gelu(tanh)
     EXPECT_EQ(s.matches.at("elementwise"), 1);  // scores / 8 masked_fill'ed
+    EXPECT_EQ(programs(m), std::vector<std::string>{"t0 = div($0, 8.0); cast_like(where($1, -10000.0, t0), t0)"});
     const at::Tensor got = forward(m, x);       // CPU kernels of the fused ops
     EXPECT_TRUE(at::allclose(got, expect, 1e-4, 1e-4)) << max_diff(got, expect);
   }

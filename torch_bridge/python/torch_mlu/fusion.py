@@ -25,7 +25,8 @@ Patterns (``patterns=`` selects a subset; None = all):
     (torch functions, F functions, Tensor methods, nn modules), comparisons (== != < <= > >=),
     logical_and/or/xor/not, torch.where, masked_fill, .float()/.half(); Python-number operands
     become literals. In-place forms join a group only when the tensor they modify is produced
-    inside the same group and used nowhere else; binary in-place ops only with a number operand.
+    inside the same group (or is the fresh result of a fused op) and is used nowhere else;
+    binary in-place ops and masked_fill keep self's dtype (``cast_like``).
 
 A node never fuses when a value it would hide is used outside the pattern: a convolution whose
 output also feeds a residual connection stays a plain convolution, a group's inner values have no
@@ -51,7 +52,8 @@ floats, others Python ints, true/false Python bools: they promote as Python scal
 (``mul($0, 2.0)`` of an fp16 tensor is fp16); ``2:f16`` is a zero-dim tensor of that dtype instead
 (DTYPE: f32 f16 i8 i32 i64 bool). OPs: add(a, b[, alpha]) sub(a, b[, alpha]) mul div pow maximum
 minimum; neg abs square relu exp log sqrt rsqrt sigmoid tanh silu reciprocal gelu gelu_tanh; eq ne
-lt le gt ge; logical_and logical_or logical_xor logical_not; where(cond, a, b); cast(a, DTYPE).
+lt le gt ge; logical_and logical_or logical_xor logical_not; where(cond, a, b); cast(a, DTYPE);
+cast_like(a, b) (a converted to tensor b's dtype, as in-place ops keep self's dtype).
 Each op has torch's semantics and result dtype; the output's dtype is torch's dtype for the chain.
 """
 
@@ -364,12 +366,13 @@ _NON_TENSOR_METHODS = {"size", "dim", "numel", "nelement", "item", "tolist", "st
 
 
 class _Spec:
-    """One elementwise node: op name, operands (Nodes or number literals), alpha, cast dtype, and the
-    index of the operand it modifies in place (None when functional)."""
+    """One elementwise node: op name, operands (Nodes or number literals), alpha, cast dtype, the
+    index of the operand it modifies in place (None when functional) and of the operand whose
+    dtype the result keeps (`like`)."""
 
     def __init__(self, op, operands, alpha=None, dtype=None, inplace=None):
         self.op, self.operands, self.alpha, self.dtype, self.inplace = op, list(operands), alpha, dtype, inplace
-        self.keep_dtype = False
+        self.like = None  # index of the operand whose dtype the result keeps (cast_like)
 
 
 def _spec(gm, node):
@@ -400,7 +403,9 @@ def _spec(gm, node):
         if name == "masked_fill":
             if len(args) != 3 or kwargs:
                 return None
-            return _Spec("where", [args[1], args[2], args[0]])
+            spec = _Spec("where", [args[1], args[2], args[0]])
+            spec.like = 2  # masked_fill keeps self's dtype
+            return spec if isinstance(args[0], fx.Node) else None
         if name in _INPLACE_METHODS:
             op, inplace = _INPLACE_METHODS[name], 0
         elif name in _METHOD_OPS:
@@ -442,7 +447,8 @@ def _spec(gm, node):
         return None
     spec = _Spec(op, args, alpha=alpha, inplace=inplace)
     # A binary in-place op keeps self's dtype (fp16.add_(fp32) is fp16): cast_like(op, self).
-    spec.keep_dtype = inplace is not None and arity > 1
+    if inplace is not None and arity > 1:
+        spec.like = inplace
     return spec
 
 
@@ -455,6 +461,8 @@ def _produces_tensor(gm, node, memo):
     result = True
     if "tensor_meta" in node.meta:
         result = hasattr(node.meta["tensor_meta"], "dtype")  # ShapeProp's TensorMetadata
+    elif node.op == "placeholder":  # an argument: a tensor unless annotated otherwise
+        result = node.type is None or (isinstance(node.type, type) and issubclass(node.type, torch.Tensor))
     elif node.op == "get_attr":
         obj = gm
         try:
@@ -504,7 +512,7 @@ def _fuse_elementwise(gm, details):
             continue
         ok = True
         for a in specs[n].operands:
-            if isinstance(a, fx.Node) and not (a in candidates or (a not in specs and _produces_tensor(gm, a, tensor_memo))):
+            if isinstance(a, fx.Node) and not (a in candidates or _produces_tensor(gm, a, tensor_memo)):
                 ok = False
         if ok:
             candidates[n] = specs[n]
@@ -583,8 +591,8 @@ def _replace_group(gm, group, root, candidates, order, details):
     uses = {n: sum(1 for m in members for a in candidates[m].operands if a is n) for n in members}
     for m in members:  # cast_like(op, self) reads self once more
         s = candidates[m]
-        if s.keep_dtype and s.operands[s.inplace] in uses:
-            uses[s.operands[s.inplace]] += 1
+        if s.like is not None and s.operands[s.like] in uses:
+            uses[s.operands[s.like]] += 1
     lets, counter = [], [0]
     text = {}
 
@@ -607,8 +615,8 @@ def _replace_group(gm, group, root, candidates, order, details):
             if s.alpha is not None and s.alpha != 1:
                 parts.append(_literal_text(s.alpha))
             expr = f"{s.op}({', '.join(parts)})"
-            if s.keep_dtype:
-                expr = f"cast_like({expr}, {operand(s.operands[s.inplace])})"
+            if s.like is not None:
+                expr = f"cast_like({expr}, {operand(s.operands[s.like])})"
         if m is not root and uses[m] > 1:
             name = f"t{counter[0]}"
             counter[0] += 1
@@ -730,10 +738,11 @@ def _measure(module, inputs, device):
         "cycles": int(sum(k["cycles"] for k in rep["kernels"])),
         "time_ns": float(rep["elapsed_ns"]),
         "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"]),
-        "op_dram_bytes": int(sum(o["dram_bytes"] for o in rep["ops"])),
+        "op_dram_bytes": int(sum(o["min_dram_bytes"] for o in rep["ops"])),
         "kernel_launches": int(rep["kernel_launches"]),
         "ops": {o["name"]: {"calls": o["calls"], "kernels": o["kernels"], "cycles": o["cycles"],
-                            "dram_bytes": o["dram_bytes"]} for o in rep["ops"]},
+                            "dram_bytes": o["dram_bytes"], "min_dram_bytes": o["min_dram_bytes"]}
+                for o in rep["ops"]},
     }
     return metrics, out
 
@@ -757,9 +766,11 @@ def fusion_compare(module, example_inputs, patterns=None, device=None):
          "patterns": {pattern: {"matches": n, "fused": {...}, "delta": {metric: {...}}}},
          "max_abs_diff": largest |fused - unfused| of the first output}
 
-    cycles: kernel cycles summed; dram_bytes: the cycle report's GDRAM traffic (reads + writes);
-    op_dram_bytes: the ops' minimum DRAM bytes; kernel_launches: kernels launched. Runs under
-    torch.no_grad()."""
+    cycles: kernel cycles summed; time_ns: simulated time of the forward; dram_bytes: the cycle
+    report's GDRAM traffic (reads + writes, tiling re-reads included); op_dram_bytes: the ops'
+    minimum DRAM bytes (every input read once, every output written once); kernel_launches:
+    kernels launched; ops: the report's op table (calls, kernels, cycles, DRAM bytes). Runs under
+    torch.no_grad(); the example inputs are uploaded before the measured forward."""
     from . import device as _device
 
     patterns = _check_patterns(patterns)

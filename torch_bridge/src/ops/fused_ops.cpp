@@ -169,8 +169,9 @@ struct ConvArgs {
 ConvArgs check_conv_bn_act(const char* op, const Tensor& x, const Tensor& w, const c10::optional<Tensor>& bias,
                            const std::vector<std::pair<const c10::optional<Tensor>*, const char*>>& bn, double eps,
                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, std::int64_t groups) {
-  TORCH_CHECK(x.dim() == 4 && w.dim() == 4, op, ": expected a 3-d or 4-d input and 4-d weight (2-d convolution), got input ",
-              x.sizes(), " and weight ", w.sizes());
+  TORCH_CHECK(x.dim() == 4 && w.dim() == 4, op,
+              ": expected a 3-d or 4-d input and 4-d weight (2-d convolution), got input ", x.sizes(), " and weight ",
+              w.sizes());
   TORCH_CHECK(x.scalar_type() == w.scalar_type(), op, ": Input type (", x.scalar_type(), ") and weight type (",
               w.scalar_type(), ") should be the same");
   TORCH_CHECK_NOT_IMPLEMENTED(floating_conv_dtype(x.scalar_type()), op, ": dtype ", x.scalar_type(),
@@ -322,8 +323,9 @@ void check_linear_act(const char* op, const Tensor& x, const Tensor& w, const c1
   TORCH_CHECK_NOT_IMPLEMENTED(floating_conv_dtype(x.scalar_type()), op, ": dtype ", x.scalar_type(),
                               " is not supported (float32 and float16; libmlu linear_act)");
   if (has(bias)) {
-    TORCH_CHECK(bias->scalar_type() == x.scalar_type(), op, ": expected input and bias to have the same dtype, but got ",
-                x.scalar_type(), " and ", bias->scalar_type());
+    TORCH_CHECK(bias->scalar_type() == x.scalar_type(), op,
+                ": expected input and bias to have the same dtype, but got ", x.scalar_type(), " and ",
+                bias->scalar_type());
     TORCH_CHECK(bias->dim() == 1 && bias->size(0) == w.size(0), op, ": expected bias of shape [", w.size(0), "], got ",
                 bias->sizes());
   }
@@ -458,7 +460,8 @@ class Parser {
     }
     prog_.output = expr();
     skip();
-    if (pos_ != text_.size()) fail(pos_, "unexpected '" + std::string(1, text_[pos_]) + "' after the output expression");
+    if (pos_ != text_.size())
+      fail(pos_, "unexpected '" + std::string(1, text_[pos_]) + "' after the output expression");
     std::vector<bool> used(inputs_, false);
     for (const PNode& n : prog_.nodes)
       if (n.kind == PKind::kInput) used[static_cast<std::size_t>(n.input)] = true;
@@ -502,7 +505,8 @@ class Parser {
       skip();
       std::string dt;
       at::ScalarType t;
-      if (!ident(&dt) || !parse_dtype_name(dt, &t)) fail(at, "unknown dtype '" + dt + "' (f32, f16, i8, i32, i64, bool)");
+      if (!ident(&dt) || !parse_dtype_name(dt, &t))
+        fail(at, "unknown dtype '" + dt + "' (f32, f16, i8, i32, i64, bool)");
       n.dtype = t;
       n.typed = true;
     }
@@ -722,8 +726,8 @@ mlu::UnaryOp unary_op(const std::string& s) {
       {"neg", mlu::UnaryOp::kNeg},         {"abs", mlu::UnaryOp::kAbs},           {"square", mlu::UnaryOp::kSquare},
       {"relu", mlu::UnaryOp::kRelu},       {"exp", mlu::UnaryOp::kExp},           {"log", mlu::UnaryOp::kLog},
       {"sqrt", mlu::UnaryOp::kSqrt},       {"rsqrt", mlu::UnaryOp::kRsqrt},       {"sigmoid", mlu::UnaryOp::kSigmoid},
-      {"tanh", mlu::UnaryOp::kTanh},       {"silu", mlu::UnaryOp::kSilu},         {"reciprocal", mlu::UnaryOp::kReciprocal},
-      {"gelu", mlu::UnaryOp::kGelu},       {"gelu_tanh", mlu::UnaryOp::kGeluTanh},
+      {"tanh", mlu::UnaryOp::kTanh},       {"silu", mlu::UnaryOp::kSilu},         {"gelu", mlu::UnaryOp::kGelu},
+      {"reciprocal", mlu::UnaryOp::kReciprocal}, {"gelu_tanh", mlu::UnaryOp::kGeluTanh},
   };
   return m.at(s);
 }
@@ -881,8 +885,12 @@ Tensor cpu_elementwise(at::TensorList inputs_in, c10::string_view program_text) 
       case PKind::kBinary: {
         const Tensor a = arg_for(n.a, half_step), b = arg_for(n.b, half_step);
         const std::string& o = n.op;
-        if (o == "add") r = at::add(a, b, n.value);
-        else if (o == "sub") r = at::sub(a, b, n.value);
+        // An integral-valued alpha as an int (torch refuses a float alpha for integral tensors).
+        const at::Scalar alpha = std::nearbyint(n.value) == n.value && std::abs(n.value) < 9.0e15
+                                     ? at::Scalar(static_cast<std::int64_t>(n.value))
+                                     : at::Scalar(n.value);
+        if (o == "add") r = at::add(a, b, alpha);
+        else if (o == "sub") r = at::sub(a, b, alpha);
         else if (o == "mul") r = at::mul(a, b);
         else if (o == "div") r = at::div(a, b);
         else if (o == "pow") r = at::pow(a, b);
