@@ -27,6 +27,7 @@
 
 #include "mlusim/sim/roofline.h"
 #include "mlusim/torch/api.h"
+#include "mlusim/torch/fusion.h"
 
 #ifndef MLUSIM_BUILD_MODEL_DIR
 #error "MLUSIM_BUILD_MODEL_DIR must name the build tree's models/ folder (tools/mlusim/CMakeLists.txt)"
@@ -247,6 +248,11 @@ RunResult run_model_impl(const RunOptions& o) {
   }
   move_module(module, device, dtype);
   module.train(o.train);
+  std::map<std::string, int> fusion_matches;
+  if (o.fuse) {
+    if (o.train) throw std::invalid_argument("--fuse applies to inference: the fused ops have no backward (drop --train)");
+    fusion_matches = bridge::fuse_torchscript(module, o.fusion).matches;
+  }
 
   at::manual_seed(o.seed);
   bridge::manual_seed(o.seed);
@@ -305,6 +311,7 @@ RunResult run_model_impl(const RunOptions& o) {
   bridge::set_timing_only(false);
 
   RunResult r;
+  r.fusion_matches = fusion_matches;
   r.text = bridge::cycle_report();
   nlohmann::json report = nlohmann::json::parse(bridge::cycle_report_json());
   if (!o.trace_path.empty()) {
@@ -338,14 +345,17 @@ RunResult run_model_impl(const RunOptions& o) {
   for (const sim::DType d : {sim::DType::kFloat32, sim::DType::kFloat16, sim::DType::kInt8})
     macs[std::string(sim::dtype_name(d))] = sim::peak_macs_per_s(cfg, d);
   j["peaks"] = {{"dram_bytes_per_s", sim::dram_peak_bytes_per_s(cfg)}, {"macs_per_s", macs}};
+  j["fused"] = o.fuse;
+  if (o.fuse) j["fusion_matches"] = fusion_matches;
   j["report"] = std::move(report);
 
   std::ostringstream head;
   char line[256];
-  std::snprintf(line, sizeof line, "model %s (%s), %s, batch %lld, %s, %d iteration%s%s\n", o.model.name.c_str(),
+  std::snprintf(line, sizeof line, "model %s (%s), %s, batch %lld, %s, %d iteration%s%s%s\n", o.model.name.c_str(),
                 o.model.description.empty() ? o.model.file.string().c_str() : o.model.description.c_str(),
                 o.train ? "training step (forward + backward + SGD)" : "inference", static_cast<long long>(o.batch),
-                o.dtype.c_str(), o.iterations, o.iterations == 1 ? "" : "s", o.timing_only ? ", timing-only" : "");
+                o.dtype.c_str(), o.iterations, o.iterations == 1 ? "" : "s", o.timing_only ? ", timing-only" : "",
+                o.fuse ? ", fused" : "");
   head << line;
   std::snprintf(line, sizeof line,
                 "simulated time %.3f ms (%.3f ms per iteration, %llu cycles at %.0f MHz); host time %.2f s\n",

@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "mlusim/torch/fusion.h"
 
 namespace mlusim::cli {
 
@@ -48,11 +51,14 @@ struct RunOptions {
   bool progress = true;                // progress line on stderr when it is a terminal
   double learning_rate = 0.01;
   std::uint64_t seed = 0;
+  bool fuse = false;                   // rewrite the graph with the fused ops (inference only)
+  bridge::FusionOptions fusion;        // which patterns when fusing
 };
 
 struct RunResult {
   nlohmann::json report;  // the run report (schema in docs/cli.md: "mlusim_run": 1, ...)
   std::string text;       // the bridge's text cycle report
+  std::map<std::string, int> fusion_matches;  // pattern -> fused nodes (when RunOptions::fuse)
 };
 
 // Loads the config, runs the model, returns the reports. Throws std::runtime_error (config and

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "commands.h"
 #include "config_options.h"
@@ -18,6 +19,47 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(p);
   out << j.dump(2) << "\n";
   if (!out) throw std::runtime_error("--report " + path + ": cannot write the file");
+}
+
+double gdram_bytes(const nlohmann::json& run) {
+  const auto& t = run["report"]["memory_traffic"];
+  if (!t.contains("GDRAM")) return 0;
+  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0);
+}
+
+// The fused run against the unfused one: totals, then per pattern the fused nodes and what their
+// fused op cost. Also stored in the fused run's JSON under "fusion".
+void compare_fusion(const nlohmann::json& unfused, nlohmann::json& fused, const std::map<std::string, int>& matches) {
+  struct Row {
+    const char* name;
+    double before, after;
+  };
+  const Row rows[] = {
+      {"cycles", unfused.value("cycles", 0.0), fused.value("cycles", 0.0)},
+      {"simulated us", unfused.value("simulated_ns", 0.0) / 1e3, fused.value("simulated_ns", 0.0) / 1e3},
+      {"GDRAM bytes", gdram_bytes(unfused), gdram_bytes(fused)},
+      {"kernel launches", unfused["report"].value("kernel_launches", 0.0), fused["report"].value("kernel_launches", 0.0)},
+  };
+  std::printf("\nfusion: the same run unfused -> fused\n  %-18s %16s %16s %8s\n", "", "unfused", "fused", "ratio");
+  nlohmann::json totals = nlohmann::json::object();
+  for (const Row& r : rows) {
+    std::printf("  %-18s %16.0f %16.0f %8.3f\n", r.name, r.before, r.after, r.before > 0 ? r.after / r.before : 0.0);
+    totals[r.name] = {{"unfused", r.before}, {"fused", r.after}};
+  }
+  static const std::map<std::string, std::string> op_of = {
+      {"conv_bn_act", "mlu::conv_bn_act"}, {"linear_act", "mlu::linear_act"}, {"elementwise", "mlu::elementwise"}};
+  std::printf("  %-18s %10s %10s %14s %14s\n", "pattern", "fused ops", "kernels", "cycles", "min bytes");
+  nlohmann::json patterns = nlohmann::json::object();
+  for (const auto& [pattern, n] : matches) {
+    double kernels = 0, cycles = 0, bytes = 0;
+    for (const auto& op : fused["report"]["ops"]) {
+      if (op.value("name", "") != op_of.at(pattern)) continue;
+      kernels = op.value("kernels", 0.0), cycles = op.value("cycles", 0.0), bytes = op.value("min_dram_bytes", 0.0);
+    }
+    std::printf("  %-18s %10d %10.0f %14.0f %14.0f\n", pattern.c_str(), n, kernels, cycles, bytes);
+    patterns[pattern] = {{"matches", n}, {"kernels", kernels}, {"cycles", cycles}, {"min_dram_bytes", bytes}};
+  }
+  fused["fusion"] = {{"totals", totals}, {"patterns", patterns}};
 }
 
 }  // namespace
@@ -36,8 +78,16 @@ Command add_run_command(CLI::App& app) {
   return [opts, trace, no_trace, report] {
     RunOptions o = opts->resolve();
     if (!*no_trace) o.trace_path = trace->empty() ? "traces/" + o.model.name + "-" + opts->config_label() + ".json" : *trace;
-    const RunResult r = run_model(o);
+    nlohmann::json unfused;
+    if (o.fuse) {  // the baseline first, same inputs (same seed), no trace
+      RunOptions base = o;
+      base.fuse = false;
+      base.trace_path.clear();
+      unfused = run_model(base).report;
+    }
+    RunResult r = run_model(o);
     std::fputs(r.text.c_str(), stdout);
+    if (o.fuse) compare_fusion(unfused, r.report, r.fusion_matches);
     if (!o.trace_path.empty()) std::printf("\ntrace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.trace_path.c_str());
     if (!report->empty()) {
       write_json(*report, r.report);

@@ -1,5 +1,6 @@
 #include "run_options.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "mlusim/sim/config.h"
@@ -37,6 +38,12 @@ void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
   cmd.add_option("--lr", learning_rate, "SGD learning rate for --train")->capture_default_str();
   cmd.add_option("--seed", seed, "Seed of the random inputs, labels and device generator")->capture_default_str();
   cmd.add_flag("--no-progress", no_progress, "No progress line on stderr");
+  cmd.add_flag("--fuse", fuse,
+               "Inference with the graph fused (conv+BN+activation, linear+activation, elementwise chains); "
+               "`run` also runs it unfused and prints both");
+  cmd.add_option("--fuse-patterns", fuse_patterns, "Only these fusion patterns (comma separated; implies --fuse)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"conv_bn_act", "linear_act", "elementwise"}));
 }
 
 RunOptions ModelRunOptions::resolve() const {
@@ -55,6 +62,13 @@ RunOptions ModelRunOptions::resolve() const {
   o.progress = !no_progress;
   o.learning_rate = learning_rate;
   o.seed = seed;
+  o.fuse = fuse || !fuse_patterns.empty();
+  if (!fuse_patterns.empty()) {
+    auto has = [&](const char* p) { return std::find(fuse_patterns.begin(), fuse_patterns.end(), p) != fuse_patterns.end(); };
+    o.fusion.conv_bn_act = has("conv_bn_act");
+    o.fusion.linear_act = has("linear_act");
+    o.fusion.elementwise = has("elementwise");
+  }
   return o;
 }
 

@@ -27,6 +27,8 @@ struct ModelRunOptions {
   std::string trace_level = "ops";
   double learning_rate = 0.01;
   std::uint64_t seed = 0;
+  bool fuse = false;
+  std::vector<std::string> fuse_patterns;  // empty = all
 
   // `with_config`: false for compare (it takes a list of configs instead).
   void add_to(CLI::App& cmd, bool with_config = true);

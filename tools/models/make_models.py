@@ -30,13 +30,17 @@ class SelfAttention(nn.Module):
     """Multi-head self-attention written out (q/k/v projections, scaled dot products, softmax),
     as BERT and GPT-2 do it; `causal` masks future positions with a large negative bias."""
 
-    def __init__(self, hidden: int, heads: int, causal: bool):
+    def __init__(self, hidden: int, heads: int, causal: bool, max_positions: int = 1024):
         super().__init__()
         self.heads = heads
         self.head_dim = hidden // heads
         self.causal = causal
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.out = nn.Linear(hidden, hidden)
+        # As GPT-2 implementations keep it: a buffer of the causal mask (True above the diagonal),
+        # sliced to the sequence length, instead of building it on every forward.
+        mask = torch.ones(max_positions, max_positions, dtype=torch.bool).triu(1) if causal else torch.zeros(0, 0, dtype=torch.bool)
+        self.register_buffer("causal_mask", mask)
 
     def forward(self, x):
         b, t, c = x.shape
@@ -46,8 +50,7 @@ class SelfAttention(nn.Module):
         v = v.view(b, t, self.heads, self.head_dim).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.head_dim)
         if self.causal:
-            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-            scores = scores.masked_fill(mask, -1e4)
+            scores = scores.masked_fill(self.causal_mask[:t, :t], -1e4)
         attn = F.softmax(scores, dim=-1)
         y = torch.matmul(attn, v).transpose(1, 2).contiguous().view(b, t, c)
         return self.out(y)

@@ -726,3 +726,33 @@ def test_ops_run_on_the_device(dev):
     ran_on_device("aten::addcmul_", lambda: a.clone().addcmul_(a, a, value=0.5))
     ran_on_device("aten::clamp", lambda: a.clamp(-1, 1))
     ran_on_device("aten::threshold_backward", lambda: torch.ops.aten.threshold_backward(a, a, 0.0))
+
+
+# ---- hardtanh / relu6 ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_hardtanh_and_relu6_forward_backward(dev, dtype):
+    F = torch.nn.functional
+    for c, d in layouts((7, 9), dtype, seed=40):
+        c = c * 4
+        d = c.to(dev)
+        check(F.hardtanh(d, -0.5, 2.0), ref(F.hardtanh, c, -0.5, 2.0))
+        check(F.relu6(d), ref(F.relu6, c))
+        check(F.hardtanh(d.clone(), -1.0, 1.0).add_(0), ref(F.hardtanh, c, -1.0, 1.0))
+        out = torch.empty_like(d)
+        torch._C._nn.hardtanh(d, -0.5, 2.0, out=out)
+        check(out, ref(F.hardtanh, c, -0.5, 2.0))
+    # Gradient: passes only strictly inside (min, max); exact bound values get 0, as torch.
+    x = torch.tensor([-7.0, -1.0, -0.5, 0.0, 3.0, 6.0, 6.5], dtype=dtype)
+    g = torch.arange(1.0, 8.0, dtype=dtype)
+    xd = x.to(dev).requires_grad_()
+    F.relu6(xd).backward(g.to(dev))
+    xc = x.clone().requires_grad_()
+    F.relu6(xc.float() if dtype == F16 else xc).backward(g.float() if dtype == F16 else g)
+    check(xd.grad, xc.grad)
+    grad_in = torch.empty_like(xd.detach())
+    torch.ops.aten.hardtanh_backward.grad_input(g.to(dev), x.to(dev), -1.0, 3.0, grad_input=grad_in)
+    check(grad_in, ref(torch.ops.aten.hardtanh_backward, g, x, -1.0, 3.0))
+    ran_on_device("aten::hardtanh_backward", lambda: torch.ops.aten.hardtanh_backward(g.to(dev), x.to(dev), 0.0, 6.0))
+    ran_on_device("aten::hardtanh", lambda: F.relu6(x.to(dev)))

@@ -29,6 +29,7 @@
 #include <torch/library.h>
 
 #include "mlusim/mlu/elementwise.h"
+#include "mlusim/mlu/fused.h"
 #include "mlusim/torch/device.h"
 #include "ops/copy_kernels.h"
 #include "ops/op_support.h"
@@ -741,6 +742,34 @@ Tensor threshold_bwd(const char* name, const Tensor& grad, const Tensor& self, c
   return out;
 }
 
+// hardtanh_backward: grad where min < x < max, else 0 (torch's rule: the bounds themselves pass
+// no gradient), as one elementwise program (two compares, and, select) over both operands.
+Tensor hardtanh_bwd(const char* name, const Tensor& grad, const Tensor& self, const Scalar& min_val,
+                    const Scalar& max_val, Mode mode, const Tensor& given) {
+  const c10::Device device = pick_device(name, {&grad, &self, &given});
+  const Operand og = operand(name, grad, device, "grad_output"), ox = operand(name, self, device, "self");
+  const ScalarType common = ResultType().t(grad).t(self).get();
+  TORCH_CHECK(c10::isFloatingType(common), name, ": not implemented for '", common, "'");
+  const Shape shape = broadcast(name, {og.sizes(), ox.sizes()});
+  OpScope op(name, device);
+  const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&og, &ox}));
+  check_overlap(name, out, {&og.t, &ox.t});
+  const Tensor g = materialize(op, og, common), x = materialize(op, ox, common);
+  const mlu::DType dt = mlu_dtype(common, name);
+  mlu::ElementwiseProgram p;
+  const int gi = p.input(0), xi = p.input(1);
+  const int inside = p.logical(mlu::LogicalOp::kAnd, p.compare(mlu::CompareOp::kGt, xi, p.constant(scalar_as(min_val, common), dt)),
+                               p.compare(mlu::CompareOp::kLt, xi, p.constant(scalar_as(max_val, common), dt)));
+  p.set_output(p.where(inside, gi, p.constant(0.0, dt)));
+  run_into(op, out, common, [&](const Tensor& y) {
+    const mlu::TensorDesc gd = desc(g, name), xd = desc(x, name);
+    op.check(mlu::elementwise_program(op.handle(), p, {{&gd, g.data_ptr()}, {&xd, x.data_ptr()}}, desc(y, name),
+                                      y.data_ptr()),
+             "elementwise_program (hardtanh_backward)");
+  });
+  return out;
+}
+
 Tensor activation_bwd(const char* name, mlu::ActivationGrad act, const Tensor& grad, const Tensor& value, Mode mode,
                       const Tensor& given) {
   const c10::Device device = pick_device(name, {&grad, &value, &given});
@@ -1098,6 +1127,26 @@ Tensor& mlu_clamp_t_out(const Tensor& s, const OptTensor& lo, const OptTensor& h
   return out;
 }
 
+// hardtanh (nn.Hardtanh, ReLU6 = hardtanh(0, 6)) is clamp with both bounds.
+Tensor mlu_hardtanh(const Tensor& s, const Scalar& lo, const Scalar& hi) {
+  return clamp_scalar("aten::hardtanh", s, lo, hi, Mode::kNew, kNone);
+}
+Tensor& mlu_hardtanh_(Tensor& s, const Scalar& lo, const Scalar& hi) {
+  clamp_scalar("aten::hardtanh_", s, lo, hi, Mode::kInPlace, s);
+  return s;
+}
+Tensor& mlu_hardtanh_out(const Tensor& s, const Scalar& lo, const Scalar& hi, Tensor& out) {
+  clamp_scalar("aten::hardtanh.out", s, lo, hi, Mode::kOut, out);
+  return out;
+}
+Tensor mlu_hardtanh_backward(const Tensor& g, const Tensor& s, const Scalar& lo, const Scalar& hi) {
+  return hardtanh_bwd("aten::hardtanh_backward", g, s, lo, hi, Mode::kNew, kNone);
+}
+Tensor& mlu_hardtanh_backward_out(const Tensor& g, const Tensor& s, const Scalar& lo, const Scalar& hi, Tensor& gi) {
+  hardtanh_bwd("aten::hardtanh_backward.grad_input", g, s, lo, hi, Mode::kOut, gi);
+  return gi;
+}
+
 Tensor mlu_clamp_min_fn(const Tensor& s, const Scalar& v) {
   return clamp_scalar("aten::clamp_min", s, v, c10::nullopt, Mode::kNew, kNone);
 }
@@ -1295,6 +1344,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor", TORCH_FN(mlu_clamp_t));
   m.impl("clamp_.Tensor", TORCH_FN(mlu_clamp_t_));
   m.impl("clamp.Tensor_out", TORCH_FN(mlu_clamp_t_out));
+  m.impl("hardtanh", TORCH_FN(mlu_hardtanh));
+  m.impl("hardtanh_", TORCH_FN(mlu_hardtanh_));
+  m.impl("hardtanh.out", TORCH_FN(mlu_hardtanh_out));
+  m.impl("hardtanh_backward", TORCH_FN(mlu_hardtanh_backward));
+  m.impl("hardtanh_backward.grad_input", TORCH_FN(mlu_hardtanh_backward_out));
   m.impl("clamp_min", TORCH_FN(mlu_clamp_min_fn));
   m.impl("clamp_min_", TORCH_FN(mlu_clamp_min_));
   m.impl("clamp_min.out", TORCH_FN(mlu_clamp_min_out));
