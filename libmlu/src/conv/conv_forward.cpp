@@ -31,7 +31,7 @@ struct Setup {
   conv::ConvShape s;
   conv::View4 xv, wv, yv;
   bool depthwise = false;
-  bool split_x = false, pack_x = false, pack_w = false, temp_y = false;
+  bool split_x = false, subsample = false, pack_x = false, pack_w = false, temp_y = false;
   conv::WorkspaceLayout ws;
   std::size_t x_at = 0, w_at = 0, y_at = 0, splitk_at = 0;
   conv::ColumnsGeometry cols;
@@ -75,20 +75,34 @@ Status setup(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x
   if (st->depthwise) return Status::kSuccess;
   // Rearranged copies where the layout does not suit the kernels: pixels must run contiguously
   // along x (a row per DMA segment), weights must be dense per output channel.
-  // Strided along x: the input split by column phase, so the gather reads runs, not elements.
-  st->split_x = s.p.stride_w > 1;
-  st->pack_x = !st->split_x && st->xv.strides[3] != 1 && s.w > 1;
+  // Strided along x: the input split by column phase, so the gather reads runs, not elements;
+  // a 1x1 convolution without padding only needs the pixels on the stride grid: those alone are
+  // copied out (a quarter of the input at stride 2), and it runs at stride 1 over them.
+  st->subsample = s.p.stride_w > 1 && s.kh == 1 && s.kw == 1 && s.p.pad_h == 0 && s.p.pad_w == 0;
+  st->split_x = s.p.stride_w > 1 && !st->subsample;
+  st->pack_x = !st->split_x && !st->subsample && st->xv.strides[3] != 1 && s.w > 1;
   st->pack_w = !st->wv.rows_dense();
   st->temp_y = !st->yv.plane_dense();
   if (st->pack_x) st->x_at = st->ws.add(s.n * s.c * s.h * s.w * es);
   if (st->split_x)
     st->x_at = st->ws.add(conv::deinterleaved_bytes(st->xv, static_cast<std::size_t>(s.p.stride_w), s.dtype));
+  if (st->subsample)
+    st->x_at = st->ws.add(conv::subsampled_bytes(st->xv, static_cast<std::size_t>(s.p.stride_h),
+                                                 static_cast<std::size_t>(s.p.stride_w), s.dtype));
   if (st->pack_w) st->w_at = st->ws.add(s.oc * s.cg * s.taps() * es);
   if (st->temp_y) st->y_at = st->ws.add(s.n * s.oc * s.oh * s.ow * es);
   conv::View4 src = st->xv;
   if (st->pack_x) src.strides = conv::dense_strides(src.dims);
   st->cols = forward_columns(s, src);
   if (st->split_x) st->cols.src = conv::split_source(st->xv, static_cast<std::size_t>(s.p.stride_w), s.dtype);
+  if (st->subsample) {  // a dense [N, C, OH, OW] source read at stride 1
+    const conv::View4 sub = conv::subsampled_view(st->xv, static_cast<std::size_t>(s.p.stride_h),
+                                                  static_cast<std::size_t>(s.p.stride_w));
+    st->cols.taps.stride_y = st->cols.taps.stride_x = 1;
+    st->cols.src.rows = s.oh, st->cols.src.cols = s.ow;
+    st->cols.src.n_stride = sub.strides[0], st->cols.src.c_stride = sub.strides[1];
+    st->cols.src.row_stride = sub.strides[2], st->cols.src.col_stride = 1;
+  }
   gemm::GemmProblem& pr = st->problem;
   pr.batch = s.groups;
   pr.rows = s.ocg;
@@ -161,6 +175,12 @@ Status forward(Handle* h, const char* op, const ConvParams& p, const TensorDesc&
                                                   static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
     kernels += k, x_base = ws + st.x_at;
   }
+  if (st.subsample) {
+    MLU_RETURN_IF_ERROR(conv::launch_subsample(*h, std::string(op) + "_subsample_x", s.dtype, xv, x_base,
+                                               static_cast<std::size_t>(s.p.stride_h),
+                                               static_cast<std::size_t>(s.p.stride_w), ws + st.x_at, &k));
+    kernels += k, x_base = ws + st.x_at;
+  }
   if (st.pack_x)
     MLU_RETURN_IF_ERROR(
         conv::move_to_dense(*h, std::string(op) + "_pack_x", s.dtype, ws + st.x_at, &x_base, &xv, &kernels));
@@ -202,7 +222,7 @@ Status forward(Handle* h, const char* op, const ConvParams& p, const TensorDesc&
         BatchIndexer{{static_cast<std::int64_t>(s.groups)}, {static_cast<std::int64_t>(s.ocg) * wv.strides[0]}});
     conv::ColumnsGeometry g = st.cols;
     g.src.base = x_base;
-    if (!st.split_x)
+    if (!st.split_x && !st.subsample)
       g.src.n_stride = xv.strides[0], g.src.c_stride = xv.strides[1], g.src.row_stride = xv.strides[2],
       g.src.col_stride = xv.strides[3];
     job->y = std::make_shared<conv::ImageColumns>(g);

@@ -45,4 +45,33 @@ Status launch_deinterleave(Handle& h, const std::string& name, DType dtype, cons
   return launch_row_permute(h, name, dtype, p, kernels);
 }
 
+View4 subsampled_view(const View4& src, std::size_t sy, std::size_t sx) {
+  View4 v;
+  const auto out = [](std::int64_t n, std::size_t s) { return n > 0 ? (n - 1) / static_cast<std::int64_t>(s) + 1 : 0; };
+  v.dims = {src.n(), src.c(), out(src.h(), sy), out(src.w(), sx)};
+  v.strides = {v.dims[1] * v.dims[2] * v.dims[3], v.dims[2] * v.dims[3], v.dims[3], 1};
+  return v;
+}
+
+std::size_t subsampled_bytes(const View4& src, std::size_t sy, std::size_t sx, DType dtype) {
+  const View4 v = subsampled_view(src, sy, sx);
+  return static_cast<std::size_t>(v.n() * v.c() * v.h() * v.w()) * sim::dtype_size(dtype);
+}
+
+Status launch_subsample(Handle& h, const std::string& name, DType dtype, const View4& src_view, std::uint64_t src,
+                        std::size_t sy, std::size_t sx, std::uint64_t dst, std::uint32_t* kernels) {
+  const View4 out = subsampled_view(src_view, sy, sx);
+  RowPermute p;
+  p.src = src_view;  // the rows it keeps, each read whole (its columns then picked on the TFU)
+  p.src.dims[2] = out.h();
+  p.src.strides[2] *= static_cast<std::int64_t>(sy);
+  p.src_base = src;
+  p.out_w = static_cast<std::size_t>(out.w());
+  for (std::size_t x = 0; x < p.out_w; ++x) p.ones.emplace_back(x * sx, x);
+  p.dst_base = dst;
+  p.plane_stride = out.strides[1];
+  p.row_stride = out.strides[2];
+  return launch_row_permute(h, name, dtype, p, kernels);
+}
+
 }  // namespace mlusim::mlu::conv

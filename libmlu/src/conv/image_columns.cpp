@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/copy_shape.h"
+
 namespace mlusim::mlu::conv {
 
 using namespace mlusim::dev;
@@ -147,23 +149,25 @@ void ImageColumns::stage(Addr sram, std::size_t b, std::size_t c0, std::size_t n
     const Addr dst =
         sram.offset(i64((panel_offset(blk, ch, n) + part.begin * rows.size() * g_.src.cols * g_.src.phases) * es_));
     if (g_.src.phases > 1) {  // dense phase planes: one run per (channel, phase)
-      memcpy_strided_async(dst, src,
-                           CopyShape{block_bytes, g_.src.phases, i64(block_bytes), g_.src.phase_stride * i64(es_),
-                                     part.size, i64(channel_bytes), g_.src.c_stride * i64(es_)},
-                           Dir::kGdram2Sram);
+      memcpy_strided_async(
+          dst, src,
+          coalesce(CopyShape{block_bytes, g_.src.phases, i64(block_bytes), g_.src.phase_stride * i64(es_), part.size,
+                             i64(channel_bytes), g_.src.c_stride * i64(es_)}),
+          Dir::kGdram2Sram);
     } else if (g_.src.col_stride == 1 && g_.src.row_stride == i64(g_.src.cols)) {
-      memcpy_strided_async(dst, src, CopyShape{block_bytes, part.size, i64(block_bytes), g_.src.c_stride * i64(es_)},
+      memcpy_strided_async(dst, src,
+                           coalesce(CopyShape{block_bytes, part.size, i64(block_bytes), g_.src.c_stride * i64(es_)}),
                            Dir::kGdram2Sram);
     } else if (g_.src.col_stride == 1) {
       memcpy_strided_async(dst, src,
-                           CopyShape{row_bytes, rows.size(), i64(row_bytes), g_.src.row_stride * i64(es_), part.size,
-                                     i64(block_bytes), g_.src.c_stride * i64(es_)},
+                           coalesce(CopyShape{row_bytes, rows.size(), i64(row_bytes), g_.src.row_stride * i64(es_),
+                                              part.size, i64(block_bytes), g_.src.c_stride * i64(es_)}),
                            Dir::kGdram2Sram);
     } else {
       for (std::size_t c = 0; c < part.size; ++c)
         memcpy_strided_async(dst.offset(i64(c * block_bytes)), src.offset(i64(c) * g_.src.c_stride * i64(es_)),
-                             CopyShape{es_, g_.src.cols, i64(es_), g_.src.col_stride * i64(es_), rows.size(),
-                                       i64(row_bytes), g_.src.row_stride * i64(es_)},
+                             coalesce(CopyShape{es_, g_.src.cols, i64(es_), g_.src.col_stride * i64(es_), rows.size(),
+                                                i64(row_bytes), g_.src.row_stride * i64(es_)}),
                              Dir::kGdram2Sram);
     }
   }
@@ -252,8 +256,8 @@ void ImageColumns::gather_tap(Addr dst_row, std::int64_t dst_channel_stride, std
   auto zeros = [&](std::int64_t ya, std::int64_t yb, std::int64_t xa, std::int64_t xb) {
     if (yb <= ya || xb <= xa) return;
     memcpy_strided_async(dst_at(ya, xa), scratch.zeros,
-                         CopyShape{static_cast<std::size_t>((xb - xa) * es), static_cast<std::size_t>(yb - ya), wo * es,
-                                   0, nch, dst_channel_stride, 0},
+                         coalesce(CopyShape{static_cast<std::size_t>((xb - xa) * es), static_cast<std::size_t>(yb - ya),
+                                            wo * es, 0, nch, dst_channel_stride, 0}),
                          zero_dir);
   };
   auto rows = [&](std::int64_t ya, std::int64_t yb, std::int64_t xa, std::int64_t xb) {
@@ -271,14 +275,15 @@ void ImageColumns::gather_tap(Addr dst_row, std::int64_t dst_channel_stride, std
       const Addr src = w.at(es_, c_first, vya * k.stride_y + r_base, vxa + q_base).offset(phase_bytes);
       memcpy_strided_async(
           dst_at(vya, vxa), src,
-          CopyShape{nx * es_, ny, wo * es, k.stride_y * w.row_stride * es, nch, dst_channel_stride, src_c}, data_dir);
+          coalesce(CopyShape{nx * es_, ny, wo * es, k.stride_y * w.row_stride * es, nch, dst_channel_stride, src_c}),
+          data_dir);
       return;
     }
     for (std::int64_t y = vya; y < vyb; ++y) {  // strided columns: one element per segment
       const Addr src = w.at(es_, c_first, y * k.stride_y + r_base, vxa * stride_x + q_base).offset(phase_bytes);
-      memcpy_strided_async(dst_at(y, vxa), src,
-                           CopyShape{es_, nx, es, stride_x * w.col_stride * es, nch, dst_channel_stride, src_c},
-                           data_dir);
+      memcpy_strided_async(
+          dst_at(y, vxa), src,
+          coalesce(CopyShape{es_, nx, es, stride_x * w.col_stride * es, nch, dst_channel_stride, src_c}), data_dir);
     }
   };
   const std::int64_t y0 = i64(p0) / wo, y1 = i64(p1 - 1) / wo;

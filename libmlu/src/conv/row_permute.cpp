@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/copy_shape.h"
 #include "common/error.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
@@ -34,13 +35,18 @@ void kernel(const Job& j) {
   const std::size_t zero_bytes = std::max<std::size_t>(1, p.gap_rows) * ow * es;
   const Addr zeros = alloc(Space::kNram, zero_bytes);
   vec_fill(DType::kInt8, zeros, 0.0, zero_bytes);
+  // P in WRAM as one dense [w, piece] block per output piece (piece k = output columns
+  // [k * piece, (k + 1) * piece)), so each piece's result rows land together in NRAM: a run of
+  // rows of one piece is then one contiguous segment on both sides of the store (the DMA moves
+  // every segment in whole bursts; pieces are as short as 7 elements in a ResNet's last stage).
+  const std::size_t piece = ow / p.pieces;
   Addr matrix;
   if (j.on_tfu) {
     const Addr m = alloc(Space::kNram, w * ow * es);
     matrix = alloc(Space::kWram, w * ow * es);
     vec_fill(j.dtype, m, 0.0, w * ow);
     for (const auto& [from, to] : p.ones) {
-      const Addr one = m.offset(i64((from * ow + to) * es));
+      const Addr one = m.offset(i64(((to / piece * w + from) * piece + to % piece) * es));
       if (j.dtype == DType::kFloat16)
         store(sim::Nram<sim::half>(one.value), sim::half(1.0f));
       else
@@ -67,7 +73,7 @@ void kernel(const Job& j) {
     const std::size_t g0 = u * j.chunk, n = std::min(j.chunk, rows - g0);
     auto one = [&](Addr at, Addr src, std::size_t nr) {
       if (s_q == 1 || w == 1)
-        memcpy_strided_async(at, src, CopyShape{w * es, nr, i64(w * es), s_r * i64(es)}, Dir::kGdram2Nram);
+        memcpy_strided_async(at, src, coalesce(CopyShape{w * es, nr, i64(w * es), s_r * i64(es)}), Dir::kGdram2Nram);
       else
         memcpy_strided_async(at, src, CopyShape{es, w, i64(es), s_q * i64(es), nr, i64(w * es), s_r * i64(es)},
                              Dir::kGdram2Nram);
@@ -84,22 +90,25 @@ void kernel(const Job& j) {
     const std::size_t g0 = u * j.chunk, n = std::min(j.chunk, rows - g0);
     const Addr src = in[turn % 2], res = out[turn % 2];
     if (u + task_dim() < units) load_rows(u + task_dim(), in[(turn + 1) % 2]);
+    // The chunk's result: piece k of row i at res + (k * n + i) * piece elements.
+    const std::int64_t piece_bytes = i64(n * piece * es);
     if (j.on_tfu) {
-      matmul(j.dtype, j.dtype, res, src, matrix, n, w, ow, /*b_transposed=*/false, /*accumulate=*/false);
+      for (std::size_t k = 0; k < p.pieces; ++k)
+        matmul(j.dtype, j.dtype, res.offset(i64(k) * piece_bytes), src, matrix.offset(i64(k * w * piece * es)), n, w,
+               piece, /*b_transposed=*/false, /*accumulate=*/false);
     } else {
       vec_fill(j.dtype, res, 0.0, n * ow);
       for (const auto& [from, to] : p.ones)  // column `from` of every row to column `to`
-        memcpy_strided(res.offset(i64(to * es)), src.offset(i64(from * es)),
-                       CopyShape{es, n, i64(ow * es), i64(w * es)}, Dir::kNram2Nram);
+        memcpy_strided(res.offset(i64(to / piece) * piece_bytes + i64(to % piece * es)), src.offset(i64(from * es)),
+                       CopyShape{es, n, i64(piece * es), i64(w * es)}, Dir::kNram2Nram);
     }
     sync_io();  // the next chunk's rows are in; the stores of two chunks ago have left out[turn % 2]
-    const std::size_t piece = ow / p.pieces;
     for_each_run(g0, n, [&](std::size_t plane, std::size_t r, std::size_t len, std::size_t at) {
       const Addr dst{Space::kGdram, p.dst_base + static_cast<std::uint64_t>(
                                                      (i64(plane) * p.plane_stride + i64(r) * p.row_stride) * i64(es))};
-      memcpy_strided_async(dst, res.offset(i64(at * ow * es)),
-                           CopyShape{piece * es, p.pieces, p.piece_stride * i64(es), i64(piece * es), len,
-                                     p.row_stride * i64(es), i64(ow * es)},
+      memcpy_strided_async(dst, res.offset(i64(at * piece * es)),
+                           coalesce(CopyShape{piece * es, len, p.row_stride * i64(es), i64(piece * es), p.pieces,
+                                              p.piece_stride * i64(es), piece_bytes}),
                            Dir::kNram2Gdram);
       const std::size_t gaps = r + len < h ? len : len - 1;  // no zero rows after a plane's last row
       if (p.gap_rows > 0 && gaps > 0)

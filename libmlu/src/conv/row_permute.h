@@ -1,8 +1,10 @@
 // The kernel behind dilate.h and deinterleave.h: every row of a 4-d tensor's planes goes through
 // the same 0/1 matrix P (row x P on the TFU: a permutation or a scatter with zeros, exact), and
 // the result lands in a dense destination at a place that depends on (plane, row). Rows of many
-// planes are processed per intrinsic (M = a multiple of the array's rows) and the next chunk
-// loads while the TFU works. Without a TFU for the dtype, element-sized copies in NRAM apply P.
+// planes are processed per intrinsic (M = a multiple of the array's rows; one intrinsic per output
+// piece, so a piece's rows are contiguous in NRAM and leave in one segment where they are
+// contiguous in the destination too) and the next chunk loads while the TFU works. Without a TFU
+// for the dtype, element-sized copies in NRAM apply P.
 #pragma once
 
 #include <cstdint>

@@ -24,7 +24,9 @@
 // traffic per MAC is es x (1/rows + 1/cols) of the cluster tile, so the tile must be as large as
 // the accumulator space allows. The planner enumerates candidates that fit NRAM/WRAM/SRAM and
 // picks the least estimated time: a 4-norm of the compute makespan (greedy longest-first schedule
-// over clusters, per-iteration DMA/SRAM limits) and total DRAM bytes / bandwidth.
+// over clusters, per-iteration DMA/SRAM limits) and total DRAM bytes / bandwidth. For the chosen
+// tiling, schedule_plan then also weighs cutting tiles so the last wave is balanced: halving them
+// greedily, or cutting the tile list into one contiguous run per cluster (gemm_plan.cpp).
 #pragma once
 
 #include <cstddef>

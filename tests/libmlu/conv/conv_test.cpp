@@ -219,6 +219,11 @@ TEST_F(ConvTest, ForwardLayouts) {
   forward<float>(kCases[0], Format::kNhwc, Format::kNhwc, Format::kNhwc, true, 1e-4);
   forward<float>(kCases[2], Format::kChannelsLast, Format::kNchw, Format::kChannelsLast, false, 1e-4);
   forward<half>(kCases[3], Format::kPadded, Format::kPadded, Format::kPadded, true, 3e-3);
+  // 1x1 strided without padding runs on a subsampled copy of x: NHWC and padded sources, odd
+  // sizes, unequal strides.
+  forward<half>(kCases[5], Format::kNhwc, Format::kNchw, Format::kNhwc, true, 3e-3);
+  forward<float>({2, 5, 9, 11, 6, 1, 1, params(0, 0, 3, 2, 1, 1, 1)}, Format::kPadded, Format::kNchw, Format::kNchw,
+                 false, 1e-4);
 }
 
 TEST_F(ConvTest, ForwardDepthwise) {

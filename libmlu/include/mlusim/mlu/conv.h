@@ -13,7 +13,9 @@
 // output gradient with the weights' taps mirrored (the gradient is zero-interleaved on the device
 // first when stride > 1); backward-weight is a GEMM of the output gradient with the im2col of the
 // input, its depth (batch x output pixels) split over clusters when the weight tensor is small.
-// Operands that are not dense NCHW (e.g. NHWC) are rearranged into the workspace on the device.
+// Operands that are not dense NCHW (e.g. NHWC) are rearranged into the workspace on the device;
+// so is the input of a forward convolution strided along x (split by column phase, or, for a 1x1
+// kernel without padding, just the pixels on the stride grid).
 // Query the workspace with the get_..._workspace_size functions. Asynchronous.
 // Records MACs = N x OC x OH x OW x C/groups x KH x KW, and the bytes of every operand once.
 #pragma once
