@@ -33,20 +33,8 @@ using at::IntArrayRef;
 using at::ScalarType;
 using at::Tensor;
 
-std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* name) {
-  const std::int64_t bound = std::max<std::int64_t>(ndim, 1);
-  TORCH_CHECK_INDEX(dim >= -bound && dim < bound, name, ": dimension out of range (expected to be in range of [",
-                    -bound, ", ", bound - 1, "], but got ", dim, ")");
-  return dim < 0 ? dim + bound : dim;
-}
-
 // 0-dim tensors are described as 1-d of one element (libmlu's index ops take dims >= 1).
 Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
-
-void check_out_dtype(const Tensor& out, ScalarType want) {
-  TORCH_CHECK(out.scalar_type() == want, "Expected out tensor to have dtype ", c10::toString(want), ", but got ",
-              out.scalar_type(), " instead");
-}
 
 std::string shape_str(IntArrayRef s) {
   std::ostringstream o;
@@ -115,7 +103,7 @@ Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Ten
   const char* name = op.name();
   check_on_device(index, op.device(), name, "index");
   TORCH_CHECK(index.scalar_type() == at::kLong, "gather(): Expected dtype int64 for index");
-  if (!allocate) check_out_dtype(out, self.scalar_type());
+  if (!allocate) check_out_dtype(out, self.scalar_type(), name);
   dim = wrap_dim(dim, self.dim(), name);
   if (index.numel() > 0) {
     TORCH_CHECK(nonempty_dim(index) == nonempty_dim(self),
@@ -223,7 +211,7 @@ Tensor& scatter_add_out(const Tensor& self, std::int64_t dim, const Tensor& inde
   check_on_device(src, op.device(), op.name(), "src");
   dim = wrap_dim(dim, self.dim(), op.name());
   scatter_checks(op.name(), self, dim, index, src);
-  check_out_dtype(out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   check_scatter_dtype(self, op.name());
   prepare_out(out, op.device(), self.sizes(), op.name());
   if (!out.is_same(self)) {

@@ -55,11 +55,6 @@ void check_operands(const OpScope& op, std::initializer_list<std::pair<const Ten
   if (first) check_gemm_dtype(op.name(), *first, first_name);
 }
 
-void check_out_dtype(const OpScope& op, const Tensor& out, at::ScalarType expected) {
-  TORCH_CHECK(out.scalar_type() == expected, op.name(), ": expected out to have dtype ", expected, ", but got ",
-              out.scalar_type(), " instead");
-}
-
 // ---- libmlu calls -------------------------------------------------------------------------------
 
 // c = alpha * a x b + beta * c (+ bias). a: [..., M, K], b: [..., K, N], c: [..., M, N].
@@ -78,12 +73,6 @@ void gemm(OpScope& op, const Tensor& a, const Tensor& b, const Tensor* bias, con
   op.check(mlu::matmul(op.handle(), p, da, a.data_ptr(), db, b.data_ptr(), bias ? &dbias : nullptr,
                        bias ? bias->data_ptr() : nullptr, dc, c.data_ptr(), ws, bytes),
            "matmul");
-}
-
-void copy_into(OpScope& op, const Tensor& src, const Tensor& dst) {
-  if (dst.numel() == 0) return;
-  op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),
-           "copy_strided");
 }
 
 // t = t * beta (beta == 0: zeros, whatever t held).
@@ -189,7 +178,7 @@ Tensor& mlu_mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   OpScope op("aten::mm.out", self);
   check_operands(op, {{&self, "self"}, {&mat2, "mat2"}});
   check_mm(op, self, mat2, "self", "mat2");
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {self.size(0), mat2.size(1)}, op.name());
   addmm_into(op, Tensor(), self, mat2, 0.0, 1.0, out);
   return out;
@@ -221,7 +210,7 @@ Tensor& mlu_addmm_out(const Tensor& self, const Tensor& m1, const Tensor& m2, co
                       Tensor& out) {
   OpScope op("aten::addmm.out", self);
   check_addmm(op, self, m1, m2);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {m1.size(0), m2.size(1)}, op.name());
   addmm_into(op, self, m1, m2, beta.toDouble(), alpha.toDouble(), out);
   return out;
@@ -250,7 +239,7 @@ Tensor& mlu_addmm_activation_out(const Tensor& self, const Tensor& m1, const Ten
                                  const Scalar& alpha, bool use_gelu, Tensor& out) {
   OpScope op("aten::_addmm_activation.out", self);
   check_addmm(op, self, m1, m2);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {m1.size(0), m2.size(1)}, op.name());
   addmm_into(op, self, m1, m2, beta.toDouble(), alpha.toDouble(), out);
   activate(op, out, use_gelu);
@@ -288,7 +277,7 @@ Tensor& mlu_bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   OpScope op("aten::bmm.out", self);
   check_operands(op, {{&self, "self"}, {&mat2, "mat2"}});
   check_bmm(op, self, mat2, "self", "mat2");
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {self.size(0), self.size(1), mat2.size(2)}, op.name());
   baddbmm_into(op, Tensor(), self, mat2, 0.0, 1.0, out);
   return out;
@@ -322,7 +311,7 @@ Tensor& mlu_baddbmm_out(const Tensor& self, const Tensor& b1, const Tensor& b2, 
                         const Scalar& alpha, Tensor& out) {
   OpScope op("aten::baddbmm.out", self);
   const auto shape = check_baddbmm(op, self, b1, b2);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), shape, op.name());
   baddbmm_into(op, self, b1, b2, beta.toDouble(), alpha.toDouble(), out);
   return out;
@@ -378,7 +367,7 @@ Tensor& mlu_addbmm_out(const Tensor& self, const Tensor& b1, const Tensor& b2, c
                        Tensor& out) {
   OpScope op("aten::addbmm.out", self);
   const auto shape = check_addbmm(op, self, b1, b2);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), shape, op.name());
   addbmm_into(op, self, b1, b2, beta.toDouble(), alpha.toDouble(), out);
   return out;
@@ -431,7 +420,7 @@ Tensor& mlu_addmv_out(const Tensor& self, const Tensor& mat, const Tensor& vec, 
                       Tensor& out) {
   OpScope op("aten::addmv.out", self);
   check_addmv(op, self, mat, vec);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {mat.size(0)}, op.name());
   addmv_into(op, self, mat, vec, beta.toDouble(), alpha.toDouble(), out);
   return out;
@@ -450,7 +439,7 @@ Tensor& mlu_mv_out(const Tensor& self, const Tensor& vec, Tensor& out) {
   OpScope op("aten::mv.out", self);
   check_operands(op, {{&self, "self"}, {&vec, "vec"}});
   check_mv(op, self, vec);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {self.size(0)}, op.name());
   addmv_into(op, Tensor(), self, vec, 0.0, 1.0, out);
   return out;
@@ -489,7 +478,7 @@ Tensor dot_impl(const char* name, const Tensor& self, const Tensor& other) {
 Tensor& dot_out_impl(const char* name, const Tensor& self, const Tensor& other, Tensor& out) {
   OpScope op(name, self);
   check_dot(op, self, other);
-  check_out_dtype(op, out, self.scalar_type());
+  check_out_dtype(out, self.scalar_type(), op.name());
   prepare_out(out, op.device(), {}, op.name());
   dot_into(op, self, other, out);
   return out;

@@ -90,21 +90,7 @@ struct OptDesc {
   }
 };
 
-// dst = src with libmlu copy_strided (any strides/dtypes) inside op's scope.
-void copy_into(OpScope& op, const Tensor& src, const Tensor& dst) {
-  op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),
-           "copy_strided");
-}
-
 // ---- softmax / log_softmax ---------------------------------------------------------------------
-
-// torch's maybe_wrap_dim (a 0-d tensor takes dim -1 or 0), with the op in the message.
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  TORCH_CHECK_INDEX(dim >= -n && dim < n, op, ": Dimension out of range (expected to be in range of [", -n, ", ",
-                    n - 1, "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
-}
 
 ScalarType softmax_out_dtype(const Tensor& self, bool half_to_float, const char* op) {
   check_float(self, op, "self");

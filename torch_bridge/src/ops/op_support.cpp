@@ -1,5 +1,6 @@
 #include "ops/op_support.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include <mlusim_ext.h>
 
 #include "backend/internal.h"
+#include "mlusim/mlu/elementwise.h"
 #include "mlusim/torch/api.h"
 #include "mlusim/torch/device.h"
 
@@ -184,6 +186,24 @@ at::Tensor empty_like_dense(const at::Tensor& like, at::IntArrayRef sizes, at::S
 void prepare_out(const at::Tensor& out, const c10::Device& device, at::IntArrayRef sizes, const char* op) {
   check_on_device(out, device, op, "out");
   at::native::resize_output(out, sizes);
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
+  const std::int64_t n = std::max<std::int64_t>(ndim, 1);
+  TORCH_CHECK_INDEX(dim >= -n && dim < n, op, ": Dimension out of range (expected to be in range of [", -n, ", ",
+                    n - 1, "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+void check_out_dtype(const at::Tensor& out, at::ScalarType want, const char* op) {
+  TORCH_CHECK(out.scalar_type() == want, op, ": Expected out tensor to have dtype ", c10::toString(want), ", but got ",
+              out.scalar_type(), " instead");
+}
+
+void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst) {
+  if (dst.numel() == 0) return;
+  op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),
+           "copy_strided");
 }
 
 }  // namespace mlusim::bridge::ops

@@ -91,4 +91,16 @@ at::Tensor empty_like_dense(const at::Tensor& like, at::IntArrayRef sizes, at::S
 // `out` is resized (with torch's warning when it was not empty).
 void prepare_out(const at::Tensor& out, const c10::Device& device, at::IntArrayRef sizes, const char* op);
 
+// torch's maybe_wrap_dim: dim in [-n, n) with n = max(ndim, 1) (a 0-d tensor takes -1 or 0),
+// negative counted from the end; IndexError naming `op` otherwise.
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
+
+// out= tensors whose dtype is fixed by the op (structured kernels' rule): RuntimeError
+// "<op>: Expected out tensor to have dtype <want>, but got <dtype> instead".
+void check_out_dtype(const at::Tensor& out, at::ScalarType want, const char* op);
+
+// dst = src on the device with libmlu copy_strided (any strides and dtypes, src broadcast to
+// dst's dims) inside `op`'s scope; nothing for an empty dst.
+void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst);
+
 }  // namespace mlusim::bridge::ops

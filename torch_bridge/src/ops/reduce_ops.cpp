@@ -86,11 +86,6 @@ void check_nonempty_reduction(const Tensor& x, const std::vector<int>& dims, con
     TORCH_CHECK_INDEX(x.size(d) != 0, fn, ": Expected reduction dim ", d, " to have non-zero size.");
 }
 
-void check_out_dtype(const Tensor& out, ScalarType want) {
-  TORCH_CHECK(out.scalar_type() == want, "Expected out tensor to have dtype ", c10::toString(want), ", but got ",
-              out.scalar_type(), " instead");
-}
-
 bool reducible(ScalarType t) {
   switch (t) {
     case at::kFloat: case at::kHalf: case at::kChar: case at::kInt: case at::kLong: case at::kBool:
@@ -160,7 +155,7 @@ Tensor& accumulate(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std
   ScalarType target;
   if (dtype.has_value()) {
     target = *dtype;
-    if (!allocate) check_out_dtype(out, target);
+    if (!allocate) check_out_dtype(out, target, name);
   } else if (!allocate) {
     target = out.scalar_type();
   } else {
@@ -302,8 +297,8 @@ void with_indices(OpScope& op, mlu::Extreme which, const Tensor& self, std::int6
   check_reducible(self.scalar_type(), op.name());
   const std::vector<int> dims = one_dim(self, dim, op.name());
   if (!allocate) {
-    check_out_dtype(values, self.scalar_type());
-    check_out_dtype(indices, at::kLong);
+    check_out_dtype(values, self.scalar_type(), op.name());
+    check_out_dtype(indices, at::kLong, op.name());
   }
   if (self.dim() > 0)
     TORCH_CHECK_INDEX(self.size(dims[0]) != 0, fn, ": Expected reduction dim ", dims[0], " to have non-zero size.");
@@ -353,7 +348,7 @@ std::tuple<Tensor&, Tensor&> min_dim_out(const Tensor& self, std::int64_t dim, b
 Tensor& arg_extreme(OpScope& op, mlu::Extreme which, const Tensor& self, c10::optional<std::int64_t> dim, bool keepdim,
                     const char* fn, Tensor& out, bool allocate) {
   check_reducible(self.scalar_type(), op.name());
-  if (!allocate) check_out_dtype(out, at::kLong);
+  if (!allocate) check_out_dtype(out, at::kLong, op.name());
   std::vector<int> dims;
   if (dim.has_value()) dims = one_dim(self, *dim, op.name());
   check_nonempty_reduction(self, dims, fn);
@@ -527,7 +522,7 @@ Tensor& linalg_vector_norm_out(const Tensor& self, const at::Scalar& ord, Option
                                c10::optional<ScalarType> dtype, Tensor& out) {
   OpScope op("aten::linalg_vector_norm.out", self);
   const ScalarType result = linalg_norm_dtype(self, dtype);
-  check_out_dtype(out, result);
+  check_out_dtype(out, result, op.name());
   return vector_norm(op, self, ord.toDouble(), wrap_dims(self, dim, op.name()), keepdim, result, "linalg.vector_norm",
                      out, false);
 }
@@ -561,7 +556,7 @@ Tensor norm_dim_dtype(const Tensor& self, const c10::optional<at::Scalar>& p, In
 Tensor& norm_out(const Tensor& self, const c10::optional<at::Scalar>& p, IntArrayRef dim, bool keepdim, Tensor& out) {
   OpScope op("aten::norm.out", self);
   const ScalarType result = norm_dtype(self, c10::nullopt);
-  check_out_dtype(out, result);
+  check_out_dtype(out, result, op.name());
   return vector_norm(op, self, norm_p(p), wrap_dims(self, dim, op.name()), keepdim, result, "norm()", out, false);
 }
 
@@ -569,7 +564,7 @@ Tensor& norm_dtype_out(const Tensor& self, const c10::optional<at::Scalar>& p, I
                        ScalarType dtype, Tensor& out) {
   OpScope op("aten::norm.dtype_out", self);
   const ScalarType result = norm_dtype(self, dtype);
-  check_out_dtype(out, result);
+  check_out_dtype(out, result, op.name());
   return vector_norm(op, self, norm_p(p), wrap_dims(self, dim, op.name()), keepdim, result, "norm()", out, false);
 }
 
