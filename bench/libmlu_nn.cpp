@@ -4,10 +4,15 @@
 //     (batch 8, 12 heads), seq 128 and 512.
 //   BM_LayerNorm/<seq>/<fp16>: layer norm over the last dim of [batch*seq, 768] (weight and bias,
 //     mean and rstd saved); BM_LayerNormBackward: its backward with dx, dweight and dbias.
+//   BM_MaxPool/<batch>/<fp16>/<indices>: ResNet's stem max pool, 3x3 stride 2 pad 1 over
+//     [batch, 64, 112, 112] -> [batch, 64, 56, 56], with or without int64 indices (torch's
+//     max_pool2d_with_indices returns them; batch 1 is `mlusim run resnet18`).
+//   BM_AvgPool/<batch>/<fp16>: avg_pool2d with the same geometry (count_include_pad).
 // Counters: simulated_us (first kernel start to last kernel end), bound_us (roofline bound of
 // the op's minimum DRAM bytes), efficiency = bound / simulated (1 = at the roofline),
 // host_seconds (wall time of one call including its sync), vfu_busy / io_dma_busy (share of
-// the simulated time each core's VFU / IO-DMA engine was busy, averaged over cores).
+// the simulated time each core's VFU / IO-DMA engine was busy, averaged over cores),
+// vfu_ops / io_dmas / move_dmas (intrinsics issued on those engines, all cores together).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -105,6 +110,9 @@ void measure(benchmark::State& state, Device& dev, const std::function<Status()>
   const double bound_ns = double(sim::roofline_bound_ps(dev.cfg, sim::MacsByDtype{}, bytes)) / 1e3;
   state.counters["vfu_busy"] = stats.engine_busy_ns[1] / core_ns;
   state.counters["io_dma_busy"] = stats.engine_busy_ns[3] / core_ns;
+  state.counters["vfu_ops"] = double(stats.engine_intrinsics[1]);
+  state.counters["io_dmas"] = double(stats.engine_intrinsics[3]);
+  state.counters["move_dmas"] = double(stats.engine_intrinsics[4]);
   state.counters["simulated_us"] = simulated_ns / 1e3;
   state.counters["bound_us"] = bound_ns / 1e3;
   state.counters["efficiency"] = bound_ns / simulated_ns;
@@ -185,6 +193,56 @@ void BM_LayerNormBackward(benchmark::State& state) {
 BENCHMARK(BM_LayerNormBackward)
     ->ArgsProduct({{128, 512}, {0, 1}})
     ->ArgNames({"seq", "fp16"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
+
+// ResNet stem max pool: 3x3, stride 2, pad 1 over [batch, 64, 112, 112].
+mlu::Pool2dParams resnet_pool_params() {
+  mlu::Pool2dParams p;
+  p.kernel_h = p.kernel_w = 3;
+  p.stride_h = p.stride_w = 2;
+  p.pad_h = p.pad_w = 1;
+  return p;
+}
+
+void BM_MaxPool(benchmark::State& state) {
+  Device& dev = device();
+  const std::int64_t batch = state.range(0);
+  const DType t = state.range(1) ? DType::kFloat16 : DType::kFloat32;
+  const bool with_indices = state.range(2) != 0;
+  const std::size_t es = sim::dtype_size(t);
+  const TensorDesc xd = desc(t, {batch, 64, 112, 112}), yd = desc(t, {batch, 64, 56, 56});
+  const TensorDesc id = desc(DType::kInt64, {batch, 64, 56, 56});
+  void* x = dev.random_buffer(std::size_t(xd.numel()) * es, t);
+  void* y = dev.random_buffer(std::size_t(yd.numel()) * es, t);
+  void* ind = dev.random_buffer(std::size_t(id.numel()) * 8, DType::kFloat32);
+  const mlu::Pool2dParams p = resnet_pool_params();
+  measure(state, dev, [&] {
+    return mlu::max_pool2d_forward(dev.handle, p, xd, x, yd, y, with_indices ? &id : nullptr, ind);
+  });
+}
+BENCHMARK(BM_MaxPool)
+    ->ArgsProduct({{1, 8}, {0, 1}, {0, 1}})
+    ->ArgNames({"batch", "fp16", "indices"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
+
+void BM_AvgPool(benchmark::State& state) {
+  Device& dev = device();
+  const std::int64_t batch = state.range(0);
+  const DType t = state.range(1) ? DType::kFloat16 : DType::kFloat32;
+  const std::size_t es = sim::dtype_size(t);
+  const TensorDesc xd = desc(t, {batch, 64, 112, 112}), yd = desc(t, {batch, 64, 56, 56});
+  void* x = dev.random_buffer(std::size_t(xd.numel()) * es, t);
+  void* y = dev.random_buffer(std::size_t(yd.numel()) * es, t);
+  const mlu::Pool2dParams p = resnet_pool_params();
+  measure(state, dev, [&] { return mlu::avg_pool2d_forward(dev.handle, p, xd, x, yd, y); });
+}
+BENCHMARK(BM_AvgPool)
+    ->ArgsProduct({{1, 8}, {0, 1}})
+    ->ArgNames({"batch", "fp16"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(2);

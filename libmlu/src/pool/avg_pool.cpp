@@ -42,7 +42,8 @@ std::size_t forward_footprint(const PoolTiling& t) {
              out = static_cast<std::size_t>(bs.out_elems());
   std::size_t bytes = 3 * (align128(band * 4) + align128(out * 4));              // per set: band, y
   bytes += 2 * align128(band * 4) + align128(rows * 4) + 2 * align128(out * 4);  // fp32 band, sums, H sums, divisor
-  if (t.w.s > 1) bytes += 2 * align128(band * 4) + align128(band);               // select scratch, zeros, mask
+  if (t.w.s > 1)  // select scratch, zeros, mask, e0
+    bytes += 2 * align128(band * 4) + align128(band) + align128(static_cast<std::size_t>(t.w.s) * 4);
   return bytes + align128(ones_count(t) * 4) + 2 * align128(static_cast<std::size_t>(std::max(t.wq, t.hq)) * 4);
 }
 
@@ -101,11 +102,12 @@ void forward_kernel(const Args& a) {
   const Addr xb32 = alloc(band * 4), sums = alloc(band * 4), hsum = alloc(rows * 4), div = alloc(out * 4);
   const Addr vsum = alloc(out * 4);
   const bool split = t.w.s > 1;
-  Addr sel{}, zeros{}, mask0{};
+  Addr sel{}, zeros{}, mask0{}, e0{};
   if (split) {
-    sel = alloc(band * 4), zeros = alloc(band * 4), mask0 = alloc(band);
+    sel = alloc(band * 4), zeros = alloc(band * 4), mask0 = alloc(band), e0 = alloc(t.w.s * 4);
     dev::vec_fill(kF32, zeros, 0.0, band);
     periodic_mask(mask0, t.w.s, 0, static_cast<std::int64_t>(band));
+    fill_e0(e0, t.w.s);
   }
   const Addr ones = alloc(ones_count(t) * 4);
   dev::vec_fill(kF32, ones, 1.0, ones_count(t));
@@ -132,7 +134,7 @@ void forward_kernel(const Args& a) {
           dev::vec_binary(VecBinaryOp::kAdd, kF32, sums, sums, xb.offset(kw * 4), nb);
         Addr hs = sums;
         if (split) {
-          extract_phase(hsum, sums, 0, t.w.s, static_cast<std::int64_t>(nb), mask0, zeros, sel, VecReduceOp::kSum);
+          extract_phase(hsum, sums, 0, t.w.s, static_cast<std::int64_t>(nb), mask0, zeros, sel, e0);
           hs = hsum;
         }
         // Sums along H: row offset kh is block kh % sh, shifted by kh / sh rows.
@@ -248,7 +250,7 @@ Status avg_pool_forward(Handle* h, const char* op, const Pool2dParams& p, const 
   args.pv = make_pool_views({&x, &y}, {x_ptr, y_ptr});
   const int nd = x.ndim();
   args.t = base_tiling(p, args.pv, x.dim(nd - 2), x.dim(nd - 1), oh, ow);
-  MLU_CHECK(plan_pool_tiles(&args.t, h->nram_bytes(), h->total_cores(), forward_footprint), Status::kNotSupported,
+  MLU_CHECK(plan_pool_tiles(&args.t, h->nram_bytes(), h->total_cores(), forward_footprint, 8), Status::kNotSupported,
             std::string(op) + ": NRAM too small for one output row of " + x.str());
   MLU_RETURN_IF_ERROR(launch(
       *h, op, [args] { forward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.t.tiles())),

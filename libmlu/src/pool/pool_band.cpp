@@ -12,9 +12,9 @@ using sim::VecReduceOp;
 BandShape band_shape(const PoolTiling& t, std::int64_t planes) { return BandShape{planes, t.hq, t.wq, t.h.s, t.w.s}; }
 
 void load_band_async(const PoolTiling& t, const PoolViews& pv, const TensorView& x, const PoolTiling::Tile& tile,
-                     Addr raw, double pad_value) {
+                     Addr raw, double pad_value, bool fill) {
   const BandShape bs = band_shape(t, tile.planes);
-  dev::vec_fill(x.dtype, raw, pad_value, static_cast<std::size_t>(bs.band_elems() + bs.sw));
+  if (fill) dev::vec_fill(x.dtype, raw, pad_value, static_cast<std::size_t>(bs.band_elems() + bs.sw));
   const int hd = pv.plane_dims, wd = pv.plane_dims + 1;
   const std::int64_t es = static_cast<std::int64_t>(x.elem_size());
   const std::int64_t span = t.h.padded_span(tile.rows);
@@ -41,6 +41,11 @@ void load_band_async(const PoolTiling& t, const PoolViews& pv, const TensorView&
   }
 }
 
+bool tile_touches_row_padding(const PoolTiling& t, const PoolTiling::Tile& tile) {
+  const std::int64_t first = tile.oh0 * t.h.s - t.h.p;
+  return first < 0 || first + t.h.padded_span(tile.rows) > t.h.in;
+}
+
 void store_out_async(const PoolTiling& t, const PoolViews& pv, const TensorView& y, const PoolTiling::Tile& tile,
                      Addr out, bool already_typed) {
   const BandShape bs = band_shape(t, tile.planes);
@@ -58,11 +63,17 @@ void store_out_async(const PoolTiling& t, const PoolViews& pv, const TensorView&
   store_box_async(y, b, out, ns);
 }
 
-void extract_phase(Addr dst, Addr band, std::int64_t p, std::int64_t sw, std::int64_t n, Addr mask0, Addr neutral,
-                   Addr scratch, VecReduceOp op) {
-  const auto un = static_cast<std::size_t>(n);
-  dev::vec_select(DType::kFloat32, scratch, mask0, band.offset(p * 4), neutral, un);
-  dev::vec_reduce(op, DType::kFloat32, dst, scratch, un / static_cast<std::size_t>(sw), static_cast<std::size_t>(sw));
+void extract_phase(Addr dst, Addr band, std::int64_t p, std::int64_t sw, std::int64_t n, Addr mask0, Addr zeros,
+                   Addr scratch, Addr e0) {
+  const auto un = static_cast<std::size_t>(n), usw = static_cast<std::size_t>(sw);
+  dev::vec_select(DType::kFloat32, scratch, mask0, band.offset(p * 4), zeros, un);
+  // dst[0, j] = sum_k e0[k] * scratch[j*sw + k]: B stored [n/sw, sw], i.e. transposed.
+  dev::vec_matmul(DType::kFloat32, DType::kFloat32, dst, e0, scratch, 1, usw, un / usw, true, false);
+}
+
+void fill_e0(Addr e0, std::int64_t sw) {
+  dev::vec_fill(DType::kFloat32, e0, 0.0, static_cast<std::size_t>(sw));
+  store_scalars(e0, {1.0f});
 }
 
 void interleave_phases(Addr dst, const std::vector<Addr>& phases, std::int64_t n, std::int64_t sw,

@@ -27,9 +27,14 @@ struct BandShape {
 BandShape band_shape(const PoolTiling& t, std::int64_t planes);
 
 // Issues the loads of tile `tile`'s input band into `raw` (x's dtype, band layout), after filling
-// it with pad_value (the padding and every unused slot). x: a pool view [plane dims.., H, W].
+// it with pad_value (the padding and every unused slot) when `fill`. x: a pool view [plane dims.., H, W].
 void load_band_async(const PoolTiling& t, const PoolViews& pv, const TensorView& x, const PoolTiling::Tile& tile,
-                     Addr raw, double pad_value);
+                     Addr raw, double pad_value, bool fill = true);
+// Whether a tile's padded rows reach outside the input (its band then needs the pad fill). A tile
+// that does not can skip the fill when its buffer was filled once before: the DMA rewrites every
+// in-bounds slot, padding columns are never written, and rows past its span feed only outputs
+// past its rows (computed and ignored).
+bool tile_touches_row_padding(const PoolTiling& t, const PoolTiling::Tile& tile);
 
 // Stores an [pb][hq][wq] output array into y's rows [oh0, oh0 + rows) x [0, OW) of the tile's
 // planes. `out` holds fp32 (narrowed in place to y's dtype first) unless already_typed. y: a pool
@@ -38,11 +43,17 @@ void store_out_async(const PoolTiling& t, const PoolViews& pv, const TensorView&
                      Addr out, bool already_typed = false);
 
 // Column phase p of a band (n = band_elems elements of `band`, with >= sw slack elements after it)
-// into `dst` (n / sw elements): dst[j] = band[j*sw + p]. Exact for every value: the other phases
-// are replaced by `neutral` (a vector of the reduce's identity: -inf for max, 0 for sum) and each
-// group of sw is reduced. mask0: bool, 1 where i % sw == 0.
-void extract_phase(Addr dst, Addr band, std::int64_t p, std::int64_t sw, std::int64_t n, Addr mask0, Addr neutral,
-                   Addr scratch, sim::VecReduceOp op);
+// into `dst` (n / sw elements): dst[j] = band[j*sw + p]. Two streaming VFU passes: the other
+// phases are zeroed by a select against `zeros` (mask0: bool, 1 where i % sw == 0), then each group
+// of sw is contracted with e0 = [1, 0, .., 0] (sw fp32) by a VFU matmul reading the band as
+// [n/sw, sw] (b_transposed: one pass per element of K = sw, over n/sw columns). The product keeps
+// every finite value, inf and NaN (x*1 + 0*0 + ..), but a -0 comes back +0 (the matmul's sum
+// starts from +0). A vec_reduce over groups of sw would be exact but costs one VFU cycle per
+// group (rows x ceil(sw / lanes)), 32x a streaming pass in fp32: it dominated the pooling kernels.
+void extract_phase(Addr dst, Addr band, std::int64_t p, std::int64_t sw, std::int64_t n, Addr mask0, Addr zeros,
+                   Addr scratch, Addr e0);
+// e0 for extract_phase: sw fp32 values [1, 0, .., 0].
+void fill_e0(Addr e0, std::int64_t sw);
 
 // dst[i*sw + p] = phase_p[i] for every phase: interleaves sw arrays of n elements into n*sw.
 // Each phase is repeated sw times (a K=1 VFU matmul with a ones row: exact, inf/NaN-safe) and

@@ -127,7 +127,8 @@ PoolTiling::GradTile PoolTiling::grad_tile(std::int64_t t) const {
   return g;
 }
 
-bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint) {
+bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint,
+                     std::int64_t tiles_per_core) {
   // Columns cover the windows and the whole input row (the backward writes every column).
   t->wq = (std::max(t->w.padded_span(t->w.out), t->w.in + t->w.p) + t->w.s - 1) / t->w.s;
   t->wpitch = t->wq * t->w.s;
@@ -142,8 +143,10 @@ bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores,
     set_rows(ohb);
     return footprint(*t) <= nram_bytes;
   };
+  const bool whole_planes = fits(1, t->h.out);
+  const bool enough_planes = t->planes >= tiles_per_core * static_cast<std::int64_t>(cores);
   // Plane mode: whole planes, as many as fit, but leave a few tiles per core.
-  if (fits(1, t->h.out)) {
+  if (whole_planes && (tiles_per_core <= 0 || enough_planes || t->h.out < 16)) {
     const std::int64_t want = std::max<std::int64_t>(1, t->planes / (std::int64_t{4} * cores));
     std::int64_t pb = 1;
     while (pb * 2 <= std::min(want, t->last_plane_dim) && fits(pb * 2, t->h.out)) pb *= 2;
@@ -160,6 +163,14 @@ bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores,
       hi = mid - 1;
   }
   if (lo == 0) return false;
+  if (tiles_per_core > 0) {
+    // Equal bands (the last one is not a sliver computed at full size), enough of them to give
+    // every core tiles_per_core pipeline steps while bands keep >= 4 rows.
+    std::int64_t bands = (t->h.out + lo - 1) / lo;
+    const std::int64_t want = (tiles_per_core * cores + t->planes - 1) / t->planes;
+    bands = std::max(bands, std::min(want, std::max<std::int64_t>(1, t->h.out / 4)));
+    lo = (t->h.out + bands - 1) / bands;
+  }
   fits(1, lo);
   return true;
 }

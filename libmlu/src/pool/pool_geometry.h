@@ -83,7 +83,12 @@ struct PoolTiling {
 // one plane does not fit.
 using PoolFootprint = std::size_t (*)(const PoolTiling& t);
 // The same for backward tiles (input row bands; hb set too).
-bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint);
+// tiles_per_core > 0 (forward passes): when whole planes give fewer than tiles_per_core tiles per
+// core (and have >= 16 output rows), or do not fit, planes are cut into equal row bands (at least
+// 4 output rows each) so that
+// every core gets several pipeline steps and no band is mostly empty.
+bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint,
+                     std::int64_t tiles_per_core = 0);
 bool plan_pool_grad_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint);
 
 }  // namespace mlusim::mlu::nn

@@ -88,6 +88,10 @@ TEST_F(AvgPoolTest, HalfAndNonContiguous) {
 }
 
 TEST_F(AvgPoolTest, PlanesLargerThanNramUseRowBands) { run({1, 1, 80, 80}, avg(3, 2, 1)); }
+TEST_F(AvgPoolTest, FewPlanesUseEqualRowBands) {
+  run({1, 2, 37, 35}, avg(3, 2, 1));
+  run({1, 1, 40, 36}, avg(3, 2, 1), DType::kFloat16);
+}
 
 TEST_F(AvgPoolTest, AdaptiveEvenAndUnevenBins) {
   run({2, 4, 7, 7}, {}, DType::kFloat32, {}, {1, 1});  // ResNet's global average pool

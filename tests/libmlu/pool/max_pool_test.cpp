@@ -45,6 +45,17 @@ class MaxPoolTest : public MluTest {
     else
       for (sim::half v : from_device<sim::half>(yp, numel(yd))) got.push_back(float(v));
     expect_close(got, want, 0, 0, "y");
+    // Without indices (a separate kernel path that skips all index work): the same values.
+    void* yp2 = dalloc(numel(yd) * 4);
+    ASSERT_EQ(max_pool2d_forward(handle_, p, desc(t, xd, xs), xp, desc(t, yd), yp2, nullptr, nullptr), Status::kSuccess)
+        << last_error_detail();
+    if (t == DType::kFloat32) {
+      expect_close(from_device<float>(yp2, numel(yd)), want, 0, 0, "y without indices");
+    } else {
+      std::vector<float> got2;
+      for (sim::half v : from_device<sim::half>(yp2, numel(yd))) got2.push_back(float(v));
+      expect_close(got2, want, 0, 0, "y without indices");
+    }
     std::vector<std::int64_t> got_idx;
     if (index_type == DType::kInt64)
       got_idx = from_device<std::int64_t>(ip, numel(yd));
@@ -87,6 +98,20 @@ TEST_F(MaxPoolTest, HalfNonContiguousAndInt32Indices) {
 }
 
 TEST_F(MaxPoolTest, PlanesLargerThanNramUseRowBands) { run({1, 1, 90, 90}, params(3, 2, 1)); }
+
+// Few planes with >= 16 output rows are cut into equal row bands (several pipeline steps per core);
+// bands in the middle skip the pad fill of their buffer. Odd sizes, padding, ceil_mode, dilation,
+// fp16, specials and channels-last strides through that path.
+TEST_F(MaxPoolTest, RowBandTiles) {
+  run({1, 2, 37, 35}, params(3, 2, 1));
+  run({1, 1, 41, 33}, params(3, 2, 1, 1, true));
+  run({1, 1, 40, 40}, params(3, 2, 1, 2));
+  run({1, 2, 34, 34}, params(3, 1, 1));
+  run({1, 1, 36, 36}, params(3, 2, 1), DType::kFloat16);
+  run({1, 2, 33, 33}, params(3, 2, 1), DType::kFloat32, {}, true);
+  const Dims d{1, 3, 35, 35};
+  run(d, params(3, 2, 1), DType::kFloat32, layout_strides(d, {0, 2, 3, 1}));
+}
 
 TEST_F(MaxPoolTest, OutputSizeAndBadArguments) {
   std::int64_t oh = 0, ow = 0;

@@ -32,6 +32,8 @@ Status pool2d_output_size(const Pool2dParams& p, std::int64_t in_h, std::int64_t
 // y = max over each window; indices (optional: nullptr) = flat index h*W + w of the maximum in its
 // input plane, int64 or int32 (torch returns int64). Ties pick the first maximum in window scan
 // order; NaN wins (the last NaN), as torch's CPU kernel.
+// A window whose maximum is -0.0 gives +0.0 (the kernel's column split sums with +0; values
+// compare equal, torch gives -0.0).
 Status max_pool2d_forward(Handle* h, const Pool2dParams& p, const TensorDesc& x, const void* x_ptr, const TensorDesc& y,
                           void* y_ptr, const TensorDesc* indices, void* indices_ptr);
 
