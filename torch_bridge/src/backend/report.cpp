@@ -89,8 +89,8 @@ struct OpSummary {
   double time_ns = 0;
   sim::MacsByDtype macs_by_dtype{};
   std::uint64_t dram_bytes = 0;  // what its kernels actually moved to and from GDRAM
-  double bound_ns = 0;           // roofline bound of (macs_by_dtype, totals.bytes)
-  double peak_macs_per_s = 0;    // of the dtype with the most MACs (0: no MACs)
+  double bound_ns = 0;           // roofline bound of (totals.macs at its dtype's peak, totals.bytes)
+  double peak_macs_per_s = 0;    // of the dtype its kernels multiplied in most (0: the op needs no MACs)
 };
 
 struct ReportData {
@@ -153,11 +153,16 @@ ReportData collect(int device) {
   r.dram_peak_bytes_per_s = sim::dram_peak_bytes_per_s(cfg);
   for (auto& [name, o] : by_op) {
     o.name = name;
-    o.bound_ns = static_cast<double>(sim::roofline_bound_ps(cfg, o.macs_by_dtype, o.totals.bytes)) / 1000.0;
+    // The bound counts the op's own MACs (libmlu's theoretical figure), at the rate of the dtype
+    // its kernels multiplied in; MACs a kernel spends on data movement (e.g. a VFU matmul that
+    // compacts columns) are implementation cost, not work the op must do.
     std::size_t top = 0;
     for (std::size_t d = 1; d < sim::kDTypeCount; ++d)
       if (o.macs_by_dtype[d] > o.macs_by_dtype[top]) top = d;
-    if (o.macs_by_dtype[top] > 0) o.peak_macs_per_s = sim::peak_macs_per_s(cfg, static_cast<sim::DType>(top));
+    sim::MacsByDtype needed{};
+    needed[top] = o.totals.macs;
+    o.bound_ns = static_cast<double>(sim::roofline_bound_ps(cfg, needed, o.totals.bytes)) / 1000.0;
+    if (o.totals.macs > 0) o.peak_macs_per_s = sim::peak_macs_per_s(cfg, static_cast<sim::DType>(top));
     r.ops.push_back(o);
   }
   std::sort(r.ops.begin(), r.ops.end(),
