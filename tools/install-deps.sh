@@ -38,7 +38,7 @@ PACKAGES=(
   libsystemc-dev
   # YAML hardware configs
   libyaml-cpp-dev
-  # Boost 1.74 headers: ICL, Intrusive, Lockfree, Histogram, Accumulators
+  # Boost 1.74 headers (Intrusive: the caching allocator's block lists)
   libboost-dev
   # Eigen: tile arithmetic (header-only; no OpenBLAS on purpose, see DESIGN.md)
   libeigen3-dev
