@@ -29,7 +29,7 @@ void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--timing-only", timing_only,
-               "Skip floating-point arithmetic in kernels (same simulated time, much faster, results garbage)");
+               "Skip floating-point arithmetic in kernels (same simulated time, less host time, results meaningless)");
   cmd.add_flag("--fallback", fallback,
                "Run ops without a device kernel on the CPU (counted in the report) instead of failing");
   cmd.add_option("--trace-level", trace_level, "Trace detail: ops, or intrinsics (large)")
