@@ -15,6 +15,9 @@
 //   BM_ResNet50Conv/<layer>/<batch>: every distinct conv layer of torchvision's ResNet-50 at 224x224
 //     (conv1 7x7/2 3->64; per stage the 1x1 reduce, 3x3, 1x1 expand and the strided 3x3 and 1x1
 //     downsample of the first block), NCHW fp16 forward, batch 1 and 8, timing-only.
+//   BM_ResNet18Conv/<layer>: every distinct conv layer of torchvision's ResNet-18 at 224x224, batch
+//     1, NCHW fp32 forward (what `mlusim run resnet18` runs), timing-only; BM_ResNet18ConvTotal sums
+//     them weighted by how often each occurs in the model (20 convs), i.e. the model's conv time.
 #include <benchmark/benchmark.h>
 #include <cnrt.h>
 #include <mlusim_ext.h>
@@ -213,20 +216,22 @@ struct Totals {
 };
 Totals g_totals[2];
 
-void BM_ResNet50Conv(benchmark::State& state) {
-  const ConvLayer& l = kResNet50[state.range(0)];
-  const std::int64_t n = state.range(1);
+// Runs one conv layer forward (NCHW, pad k / 2) in timing-only mode and reports it; returns the
+// op record and adds the run to `t` (`count` times: how often the layer occurs in its model).
+void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n, DType dtype, Totals& t,
+                    int count) {
   Session s(/*timing_only=*/true);
+  const std::size_t es = dtype == DType::kFloat16 ? 2 : 4;
   mlu::ConvParams p;
   p.stride_h = p.stride_w = static_cast<int>(l.stride);
   p.pad_h = p.pad_w = static_cast<int>(l.k / 2);
   const std::int64_t out = (l.hw + 2 * p.pad_h - l.k) / l.stride + 1;
-  const TensorDesc x = make_desc(DType::kFloat16, {n, l.c, l.hw, l.hw}, mlu::Layout::kNCHW);
-  const TensorDesc w = make_desc(DType::kFloat16, {l.oc, l.c, l.k, l.k}, mlu::Layout::kNCHW);
-  const TensorDesc y = make_desc(DType::kFloat16, {n, l.oc, out, out}, mlu::Layout::kNCHW);
-  void* px = s.alloc(static_cast<std::size_t>(x.numel()) * 2);
-  void* pw = s.alloc(static_cast<std::size_t>(w.numel()) * 2);
-  void* py = s.alloc(static_cast<std::size_t>(y.numel()) * 2);
+  const TensorDesc x = make_desc(dtype, {n, l.c, l.hw, l.hw}, mlu::Layout::kNCHW);
+  const TensorDesc w = make_desc(dtype, {l.oc, l.c, l.k, l.k}, mlu::Layout::kNCHW);
+  const TensorDesc y = make_desc(dtype, {n, l.oc, out, out}, mlu::Layout::kNCHW);
+  void* px = s.alloc(static_cast<std::size_t>(x.numel()) * es);
+  void* pw = s.alloc(static_cast<std::size_t>(w.numel()) * es);
+  void* py = s.alloc(static_cast<std::size_t>(y.numel()) * es);
   std::size_t ws = 0;
   check(mlu::get_conv2d_forward_workspace_size(s.h, p, x, w, y, &ws), "workspace");
   void* pws = ws ? s.alloc(ws) : nullptr;
@@ -236,12 +241,17 @@ void BM_ResNet50Conv(benchmark::State& state) {
     m = measure(s, [&] { check(mlu::conv2d_forward(s.h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv"); });
   }
   const mlu::OpRecord& rec = s.h->ops().back();
-  report(state, m, rec, DType::kFloat16);
-  Totals& t = g_totals[n == 1 ? 0 : 1];
-  t.macs += static_cast<double>(rec.macs);
-  t.sim_ps += m.sim_ps;
-  t.bound_ps += m.sim_ps * state.counters["roofline_pct"] / 100.0;
+  report(state, m, rec, dtype);
+  state.counters["kernels"] = static_cast<double>(rec.kernels);
+  t.macs += count * static_cast<double>(rec.macs);
+  t.sim_ps += count * m.sim_ps;
+  t.bound_ps += count * m.sim_ps * state.counters["roofline_pct"] / 100.0;
   state.SetLabel(std::string(l.name) + " timing-only");
+}
+
+void BM_ResNet50Conv(benchmark::State& state) {
+  run_conv_layer(state, kResNet50[state.range(0)], state.range(1), DType::kFloat16,
+                 g_totals[state.range(1) == 1 ? 0 : 1], 1);
 }
 BENCHMARK(BM_ResNet50Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {1, 8}})
@@ -262,6 +272,46 @@ void BM_ResNet50ConvTotal(benchmark::State& state) {
   state.counters["gmacs"] = t.macs / 1e9;
 }
 BENCHMARK(BM_ResNet50ConvTotal)->Arg(1)->Arg(8)->Iterations(1)->UseRealTime();
+
+// torchvision ResNet-18 at 224 x 224, batch 1, fp32: every distinct conv and how often it occurs.
+struct CountedLayer {
+  ConvLayer layer;
+  int count;
+};
+constexpr CountedLayer kResNet18[] = {
+    {{"conv1_7x7s2_3-64", 3, 224, 64, 7, 2}, 1},        {{"l1_3x3_64-64", 64, 56, 64, 3, 1}, 4},
+    {{"l2_3x3s2_64-128", 64, 56, 128, 3, 2}, 1},        {{"l2_3x3_128-128", 128, 28, 128, 3, 1}, 3},
+    {{"l2_down_1x1s2_64-128", 64, 56, 128, 1, 2}, 1},   {{"l3_3x3s2_128-256", 128, 28, 256, 3, 2}, 1},
+    {{"l3_3x3_256-256", 256, 14, 256, 3, 1}, 3},        {{"l3_down_1x1s2_128-256", 128, 28, 256, 1, 2}, 1},
+    {{"l4_3x3s2_256-512", 256, 14, 512, 3, 2}, 1},      {{"l4_3x3_512-512", 512, 7, 512, 3, 1}, 3},
+    {{"l4_down_1x1s2_256-512", 256, 14, 512, 1, 2}, 1},
+};
+Totals g_resnet18;
+
+void BM_ResNet18Conv(benchmark::State& state) {
+  const CountedLayer& l = kResNet18[state.range(0)];
+  run_conv_layer(state, l.layer, 1, DType::kFloat32, g_resnet18, l.count);
+  state.counters["count"] = l.count;
+}
+BENCHMARK(BM_ResNet18Conv)
+    ->DenseRange(0, std::size(kResNet18) - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+// The 20 convs of the model together (each layer times its count): its conv time (sim_us), MAC-
+// weighted TFU efficiency and roofline efficiency.
+void BM_ResNet18ConvTotal(benchmark::State& state) {
+  const Totals& t = g_resnet18;
+  for (auto _ : state) {
+  }
+  const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
+  state.counters["sim_us"] = t.sim_ps / 1e6;
+  state.counters["tfu_peak_pct"] = 100.0 * t.macs / (t.sim_ps * 1e-12 * sim::tfu_peak_macs_per_s(cfg, DType::kFloat32));
+  state.counters["roofline_pct"] = 100.0 * t.bound_ps / t.sim_ps;
+  state.counters["gmacs"] = t.macs / 1e9;
+}
+BENCHMARK(BM_ResNet18ConvTotal)->Iterations(1)->UseRealTime();
 
 }  // namespace
 

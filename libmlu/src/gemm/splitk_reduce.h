@@ -1,6 +1,7 @@
 // Second half of a split-K GEMM: sums the fp32 partial products that clusters wrote for their
 // depth parts and applies the epilogue (alpha, bias, beta x C, cast) into C. A BLOCK kernel on
-// the VFU: each task takes blocks of [rows x cols], double-buffering the partial loads.
+// the VFU: each task takes blocks of [rows x cols], about one core's share of C each, and loads all
+// parts of a block at once.
 #pragma once
 
 #include <cstddef>
