@@ -756,3 +756,41 @@ def test_hardtanh_and_relu6_forward_backward(dev, dtype):
     check(grad_in, ref(torch.ops.aten.hardtanh_backward, g, x, -1.0, 3.0))
     ran_on_device("aten::hardtanh_backward", lambda: torch.ops.aten.hardtanh_backward(g.to(dev), x.to(dev), 0.0, 6.0))
     ran_on_device("aten::hardtanh", lambda: F.relu6(x.to(dev)))
+
+
+# ---- hardswish / hardsigmoid / leaky_relu (elementwise programs) -------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_hard_activations_and_leaky_relu(dev, dtype):
+    F = torch.nn.functional
+    special = torch.tensor([-4.0, -3.0, -2.5, 0.0, 2.5, 3.0, 4.0], dtype=dtype)
+    for c, _ in layouts((6, 10), dtype, seed=50):
+        c = c * 5
+        for x in (c, special):
+            d = x.to(dev)
+            check(F.hardswish(d), ref(F.hardswish, x))
+            check(F.hardsigmoid(d), ref(F.hardsigmoid, x))
+            check(F.leaky_relu(d, 0.2), ref(F.leaky_relu, x, 0.2))
+            check(F.hardswish(d.clone(), inplace=True), ref(F.hardswish, x))
+            check(F.leaky_relu(d.clone(), 0.1, inplace=True), ref(F.leaky_relu, x, 0.1))
+            out = torch.empty_like(d)
+            torch._C._nn.hardsigmoid(d, out=out)
+            check(out, ref(F.hardsigmoid, x))
+            g = torch.randn(x.shape, dtype=dtype)
+            check(torch.ops.aten.hardswish_backward(g.to(dev), d), ref(torch.ops.aten.hardswish_backward, g, x))
+            check(torch.ops.aten.hardsigmoid_backward(g.to(dev), d), ref(torch.ops.aten.hardsigmoid_backward, g, x))
+            check(torch.ops.aten.leaky_relu_backward(g.to(dev), d, 0.2, False),
+                  ref(torch.ops.aten.leaky_relu_backward, g, x, 0.2, False))
+    # Autograd end to end, and the in-place-with-negative-slope rule.
+    x = (torch.randn(5, 7) * 4).to(dtype)
+    xd = x.to(dev).requires_grad_()
+    (F.hardswish(xd) + F.leaky_relu(xd, 0.3)).sum().backward()
+    xc = x.float().requires_grad_()
+    (F.hardswish(xc) + F.leaky_relu(xc, 0.3)).sum().backward()
+    check(xd.grad, xc.grad.to(dtype), dict(rtol=2e-3, atol=2e-3) if dtype == F16 else None)
+    with pytest.raises(RuntimeError, match="negative slope"):
+        torch.ops.aten.leaky_relu_backward(x.to(dev), x.to(dev), -0.1, True)
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        F.hardswish(torch.arange(4).to(dev))
+    ran_on_device("aten::hardswish", lambda: F.hardswish(x.to(dev)))

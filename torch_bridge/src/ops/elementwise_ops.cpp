@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -742,6 +743,97 @@ Tensor threshold_bwd(const char* name, const Tensor& grad, const Tensor& self, c
   return out;
 }
 
+// ---- activations as elementwise programs ---------------------------------------------------------
+// hardswish, hardsigmoid, leaky_relu and their backwards: one libmlu elementwise program each (a
+// few VFU steps per tile, one kernel). fp16 inputs are widened to fp32 first and the result is
+// rounded once on store, as torch's CPU kernels compute half in float ("opmath").
+
+using ProgramBody = std::function<int(mlu::ElementwiseProgram&, const std::vector<int>& inputs, mlu::DType compute)>;
+
+// out = body(a[, b]) for floating device tensors (a and b broadcast like a binary op's operands;
+// the backwards pass (grad, self)).
+Tensor program_op(const char* name, const Tensor& a, const Tensor* b, Mode mode, const Tensor& given,
+                  const ProgramBody& body) {
+  const Tensor none;
+  const Tensor& bt = b ? *b : none;
+  const c10::Device device = pick_device(name, {&a, b, &given});
+  check_on_device(a, device, name, b ? "grad_output" : "self");
+  if (b) check_on_device(*b, device, name, "self");
+  const ScalarType common = ResultType().t(a).t(bt).get();
+  TORCH_CHECK(c10::isFloatingType(common), name, ": not implemented for '", common, "'");
+  const Operand oa{a, 0.0}, ob{bt, 0.0};
+  const Shape shape = b ? broadcast(name, {a.sizes(), b->sizes()}) : Shape(a.sizes().begin(), a.sizes().end());
+  OpScope op(name, device);
+  const Tensor out = resolve_output(name, mode, given, device, shape, common, common,
+                                    b ? like_of(shape, {&oa, &ob}) : a);
+  check_overlap(name, out, {&a, b});
+  std::vector<Tensor> xs{materialize(op, oa, common)};
+  if (b) xs.push_back(materialize(op, ob, common));
+  const mlu::DType compute = mlu::DType::kFloat32;  // torch's opmath for float and half
+  mlu::ElementwiseProgram p;
+  std::vector<int> ids;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const int in = p.input(static_cast<int>(i));
+    ids.push_back(common == at::kFloat ? in : p.cast(in, compute));
+  }
+  p.set_output(body(p, ids, compute));
+  run_into(op, out, common, [&](const Tensor& y) {
+    std::vector<mlu::TensorDesc> descs;
+    for (const Tensor& x : xs) descs.push_back(desc(x, name));
+    std::vector<mlu::TensorArg> args;
+    for (std::size_t i = 0; i < xs.size(); ++i) args.push_back({&descs[i], xs[i].data_ptr()});
+    op.check(mlu::elementwise_program(op.handle(), p, args, desc(y, name), y.data_ptr()), "elementwise_program");
+  });
+  return out;
+}
+
+// min(max(x + 3, 0), 6): the ReLU6 of x + 3 both hard activations share.
+int relu6_of_x_plus_3(mlu::ElementwiseProgram& p, int x, mlu::DType t) {
+  const int shifted = p.binary(mlu::BinaryOp::kAdd, x, p.constant(3.0, t));
+  return p.binary(mlu::BinaryOp::kMinimum, p.binary(mlu::BinaryOp::kMaximum, shifted, p.constant(0.0, t)),
+                  p.constant(6.0, t));
+}
+
+// hardswish(x) = x * relu6(x + 3) / 6
+int hardswish_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  return p.binary(mlu::BinaryOp::kDiv, p.binary(mlu::BinaryOp::kMul, in[0], relu6_of_x_plus_3(p, in[0], t)),
+                  p.constant(6.0, t));
+}
+// hardsigmoid(x) = relu6(x + 3) / 6
+int hardsigmoid_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  return p.binary(mlu::BinaryOp::kDiv, relu6_of_x_plus_3(p, in[0], t), p.constant(6.0, t));
+}
+// hardswish'(x) * g: 0 for x < -3, g * (x / 3 + 1/2) for -3 <= x <= 3, g above (torch's CPU rule).
+int hardswish_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  const int g = in[0], x = in[1];
+  const int mid = p.binary(mlu::BinaryOp::kMul, g,
+                           p.binary(mlu::BinaryOp::kAdd, p.binary(mlu::BinaryOp::kDiv, x, p.constant(3.0, t)),
+                                    p.constant(0.5, t)));
+  const int upper = p.where(p.compare(mlu::CompareOp::kLe, x, p.constant(3.0, t)), mid, g);
+  return p.where(p.compare(mlu::CompareOp::kLt, x, p.constant(-3.0, t)), p.constant(0.0, t), upper);
+}
+// hardsigmoid'(x) * g: g / 6 strictly inside (-3, 3), else 0.
+int hardsigmoid_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  const int g = in[0], x = in[1];
+  const int inside = p.logical(mlu::LogicalOp::kAnd, p.compare(mlu::CompareOp::kGt, x, p.constant(-3.0, t)),
+                               p.compare(mlu::CompareOp::kLt, x, p.constant(3.0, t)));
+  return p.where(inside, p.binary(mlu::BinaryOp::kDiv, g, p.constant(6.0, t)), p.constant(0.0, t));
+}
+ProgramBody leaky_relu_body(double slope) {
+  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+    const int x = in[0];
+    return p.where(p.compare(mlu::CompareOp::kGt, x, p.constant(0.0, t)), x,
+                   p.binary(mlu::BinaryOp::kMul, x, p.constant(slope, t)));
+  };
+}
+ProgramBody leaky_relu_backward_body(double slope) {
+  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+    const int g = in[0], x = in[1];
+    return p.where(p.compare(mlu::CompareOp::kGt, x, p.constant(0.0, t)), g,
+                   p.binary(mlu::BinaryOp::kMul, g, p.constant(slope, t)));
+  };
+}
+
 // hardtanh_backward: grad where min < x < max, else 0 (torch's rule: the bounds themselves pass
 // no gradient), as one elementwise program (two compares, and, select) over both operands.
 Tensor hardtanh_bwd(const char* name, const Tensor& grad, const Tensor& self, const Scalar& min_val,
@@ -1127,6 +1219,65 @@ Tensor& mlu_clamp_t_out(const Tensor& s, const OptTensor& lo, const OptTensor& h
   return out;
 }
 
+Tensor mlu_hardswish(const Tensor& s) { return program_op("aten::hardswish", s, nullptr, Mode::kNew, kNone, hardswish_body); }
+Tensor& mlu_hardswish_(Tensor& s) {
+  program_op("aten::hardswish_", s, nullptr, Mode::kInPlace, s, hardswish_body);
+  return s;
+}
+Tensor& mlu_hardswish_out(const Tensor& s, Tensor& out) {
+  program_op("aten::hardswish.out", s, nullptr, Mode::kOut, out, hardswish_body);
+  return out;
+}
+Tensor mlu_hardswish_backward(const Tensor& g, const Tensor& s) {
+  return program_op("aten::hardswish_backward", g, &s, Mode::kNew, kNone, hardswish_backward_body);
+}
+Tensor mlu_hardsigmoid(const Tensor& s) {
+  return program_op("aten::hardsigmoid", s, nullptr, Mode::kNew, kNone, hardsigmoid_body);
+}
+Tensor& mlu_hardsigmoid_(Tensor& s) {
+  program_op("aten::hardsigmoid_", s, nullptr, Mode::kInPlace, s, hardsigmoid_body);
+  return s;
+}
+Tensor& mlu_hardsigmoid_out(const Tensor& s, Tensor& out) {
+  program_op("aten::hardsigmoid.out", s, nullptr, Mode::kOut, out, hardsigmoid_body);
+  return out;
+}
+Tensor mlu_hardsigmoid_backward(const Tensor& g, const Tensor& s) {
+  return program_op("aten::hardsigmoid_backward", g, &s, Mode::kNew, kNone, hardsigmoid_backward_body);
+}
+Tensor& mlu_hardsigmoid_backward_out(const Tensor& g, const Tensor& s, Tensor& gi) {
+  program_op("aten::hardsigmoid_backward.grad_input", g, &s, Mode::kOut, gi, hardsigmoid_backward_body);
+  return gi;
+}
+Tensor mlu_leaky_relu(const Tensor& s, const Scalar& slope) {
+  return program_op("aten::leaky_relu", s, nullptr, Mode::kNew, kNone, leaky_relu_body(slope.toDouble()));
+}
+Tensor& mlu_leaky_relu_(Tensor& s, const Scalar& slope) {
+  program_op("aten::leaky_relu_", s, nullptr, Mode::kInPlace, s, leaky_relu_body(slope.toDouble()));
+  return s;
+}
+Tensor& mlu_leaky_relu_out(const Tensor& s, const Scalar& slope, Tensor& out) {
+  program_op("aten::leaky_relu.out", s, nullptr, Mode::kOut, out, leaky_relu_body(slope.toDouble()));
+  return out;
+}
+void check_leaky_backward(const char* name, const Scalar& slope, bool self_is_result) {
+  TORCH_CHECK(!self_is_result || slope.toDouble() >= 0.0, name,
+              ": In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. "
+              "This is caused by calling in-place forward function with a negative slope, please call out-of-place "
+              "version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting "
+              "in-place leakRelu backward calculation with negative slope");
+}
+Tensor mlu_leaky_relu_backward(const Tensor& g, const Tensor& s, const Scalar& slope, bool self_is_result) {
+  check_leaky_backward("aten::leaky_relu_backward", slope, self_is_result);
+  return program_op("aten::leaky_relu_backward", g, &s, Mode::kNew, kNone, leaky_relu_backward_body(slope.toDouble()));
+}
+Tensor& mlu_leaky_relu_backward_out(const Tensor& g, const Tensor& s, const Scalar& slope, bool self_is_result,
+                                    Tensor& gi) {
+  check_leaky_backward("aten::leaky_relu_backward.grad_input", slope, self_is_result);
+  program_op("aten::leaky_relu_backward.grad_input", g, &s, Mode::kOut, gi, leaky_relu_backward_body(slope.toDouble()));
+  return gi;
+}
+
 // hardtanh (nn.Hardtanh, ReLU6 = hardtanh(0, 6)) is clamp with both bounds.
 Tensor mlu_hardtanh(const Tensor& s, const Scalar& lo, const Scalar& hi) {
   return clamp_scalar("aten::hardtanh", s, lo, hi, Mode::kNew, kNone);
@@ -1344,6 +1495,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor", TORCH_FN(mlu_clamp_t));
   m.impl("clamp_.Tensor", TORCH_FN(mlu_clamp_t_));
   m.impl("clamp.Tensor_out", TORCH_FN(mlu_clamp_t_out));
+  m.impl("hardswish", TORCH_FN(mlu_hardswish));
+  m.impl("hardswish_", TORCH_FN(mlu_hardswish_));
+  m.impl("hardswish.out", TORCH_FN(mlu_hardswish_out));
+  m.impl("hardswish_backward", TORCH_FN(mlu_hardswish_backward));
+  m.impl("hardsigmoid", TORCH_FN(mlu_hardsigmoid));
+  m.impl("hardsigmoid_", TORCH_FN(mlu_hardsigmoid_));
+  m.impl("hardsigmoid.out", TORCH_FN(mlu_hardsigmoid_out));
+  m.impl("hardsigmoid_backward", TORCH_FN(mlu_hardsigmoid_backward));
+  m.impl("hardsigmoid_backward.grad_input", TORCH_FN(mlu_hardsigmoid_backward_out));
+  m.impl("leaky_relu", TORCH_FN(mlu_leaky_relu));
+  m.impl("leaky_relu_", TORCH_FN(mlu_leaky_relu_));
+  m.impl("leaky_relu.out", TORCH_FN(mlu_leaky_relu_out));
+  m.impl("leaky_relu_backward", TORCH_FN(mlu_leaky_relu_backward));
+  m.impl("leaky_relu_backward.grad_input", TORCH_FN(mlu_leaky_relu_backward_out));
   m.impl("hardtanh", TORCH_FN(mlu_hardtanh));
   m.impl("hardtanh_", TORCH_FN(mlu_hardtanh_));
   m.impl("hardtanh.out", TORCH_FN(mlu_hardtanh_out));
