@@ -74,6 +74,7 @@ struct Session {
 
 struct Measured {
   double sim_ps = 0, host_s = 0;
+  double split_ps = 0;  // the phase-split kernels (names ending in _split_x), start to end
 };
 
 // Runs `op` once, waits, and returns the span of the kernels it enqueued.
@@ -94,6 +95,7 @@ Measured measure(Session& s, const std::function<void()>& op) {
     if (r.faulted) die(std::string("kernel fault: ") + r.fault);
     first = std::min(first, r.start_ns);
     last = std::max(last, r.end_ns);
+    if (std::string(r.name).find("_split_x") != std::string::npos) m.split_ps += (r.end_ns - r.start_ns) * 1e3;
   }
   m.sim_ps = (last - first) * 1e3;
   return m;
@@ -243,6 +245,7 @@ void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n,
   const mlu::OpRecord& rec = s.h->ops().back();
   report(state, m, rec, dtype);
   state.counters["kernels"] = static_cast<double>(rec.kernels);
+  state.counters["split_us"] = m.split_ps / 1e6;
   t.macs += count * static_cast<double>(rec.macs);
   t.sim_ps += count * m.sim_ps;
   t.bound_ps += count * m.sim_ps * state.counters["roofline_pct"] / 100.0;

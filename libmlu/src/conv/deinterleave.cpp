@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "conv/row_permute.h"
+#include "gemm/device_model.h"
 
 namespace mlusim::mlu::conv {
 
@@ -36,7 +37,26 @@ Status launch_deinterleave(Handle& h, const std::string& name, DType dtype, cons
   const std::size_t w = static_cast<std::size_t>(src_view.w()), qs = phase_width(w, s);
   const std::size_t rows = static_cast<std::size_t>(src_view.h());
   p.out_w = s * qs;
-  for (std::size_t q = 0; q < w; ++q) p.ones.emplace_back(q, (q % s) * qs + q / s);
+  // P over the whole row costs the TFU K = w per output fold; a block of s * m columns holds m of
+  // each phase, so a blocked P ([s * m, s * m], the row padded to whole blocks) streams only
+  // K = s * m. The cheaper of the two by the TFU's formula, for a typical chunk of rows.
+  const gemm::DeviceModel d = gemm::device_model(h, dtype);
+  std::size_t best_m = 0;
+  if (d.on_tfu()) {
+    const std::uint64_t n = 4 * d.tfu_rows;
+    std::uint64_t best = s * d.matmul_cycles(n, w, qs);
+    for (std::size_t m = 1; m <= d.tfu_cols && s * m < w; ++m) {
+      const std::size_t nb = (w + s * m - 1) / (s * m);
+      const std::uint64_t c = s * d.matmul_cycles(n * nb, s * m, m);
+      if (c < best) best = c, best_m = m;
+    }
+  }
+  if (best_m > 0) {
+    p.block_w = p.block_out = s * best_m;
+    for (std::size_t q = 0; q < s * best_m; ++q) p.ones.emplace_back(q, (q % s) * best_m + q / s);
+  } else {
+    for (std::size_t q = 0; q < w; ++q) p.ones.emplace_back(q, (q % s) * qs + q / s);
+  }
   p.dst_base = dst;
   p.plane_stride = static_cast<std::int64_t>(s * rows * qs);
   p.row_stride = static_cast<std::int64_t>(qs);

@@ -24,6 +24,12 @@ struct RowPermute {
   std::size_t out_w = 0;  // elements per output row
   // P: output element `to` of a row = input element `from` (pairs listed once; others are 0).
   std::vector<std::pair<std::size_t, std::size_t>> ones;  // (from, to)
+  // Blocked P (block_w > 0): P is block_w x block_out and applies to each run of block_w
+  // elements of a row (the row zero-padded to whole blocks in NRAM), so the TFU streams K =
+  // block_w instead of the whole row; `ones` then index within a block. Piece k of an output row
+  // is the concatenation of piece k (block_out / pieces elements) of its blocks, of which the
+  // first out_w / pieces elements are stored. 0: P is w x out_w over the whole row.
+  std::size_t block_w = 0, block_out = 0;
   // Output row (plane, r): its first element lands at dst_base + row_offset(plane, r) elements,
   // split in `pieces` runs of out_w / pieces elements, piece k piece_stride elements after piece 0.
   std::uint64_t dst_base = 0;

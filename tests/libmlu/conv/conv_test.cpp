@@ -226,6 +226,22 @@ TEST_F(ConvTest, ForwardLayouts) {
                  false, 1e-4);
 }
 
+// Wide rows strided along x: the phase split applies its permutation per block of s * m columns
+// (the row zero-padded to whole blocks) instead of over the whole row. Odd widths (a padded last
+// block), strides 2 and 3, padding, dilation, NHWC and padded sources, fp16 (wider blocks).
+TEST_F(ConvTest, ForwardStridedWideRows) {
+  forward<float>({1, 3, 9, 229, 5, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, Format::kNchw, Format::kNchw, Format::kNchw,
+                 true, 1e-4);
+  forward<float>({2, 4, 7, 101, 6, 3, 3, params(1, 2, 2, 3, 1, 2, 1)}, Format::kNhwc, Format::kNchw, Format::kNhwc,
+                 false, 1e-4);
+  forward<float>({1, 6, 6, 150, 4, 3, 3, params(1, 1, 1, 2, 2, 1, 2)}, Format::kPadded, Format::kNchw, Format::kNchw,
+                 true, 1e-4);
+  forward<half>({1, 3, 8, 227, 5, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, Format::kNchw, Format::kNchw, Format::kNchw,
+                true, 3e-3);
+  forward<half>({2, 5, 5, 133, 4, 3, 3, params(0, 1, 2, 3, 1, 1, 1)}, Format::kNhwc, Format::kNhwc, Format::kNchw,
+                false, 3e-3);
+}
+
 TEST_F(ConvTest, ForwardDepthwise) {
   forward<float>({2, 4, 9, 8, 8, 3, 3, params(1, 1, 2, 1, 1, 2, 4)}, Format::kNchw, Format::kNchw, Format::kNchw, true,
                  1e-4);
