@@ -794,3 +794,31 @@ def test_hard_activations_and_leaky_relu(dev, dtype):
     with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
         F.hardswish(torch.arange(4).to(dev))
     ran_on_device("aten::hardswish", lambda: F.hardswish(x.to(dev)))
+
+
+# ---- arange -------------------------------------------------------------------------------------------
+
+
+def test_arange_on_device(dev):
+    cases = [((10,), {}), ((3, 17), {}), ((5, -7, -2), {}), ((0, 1000, 7), {}), ((0.5, 9.7, 0.3), {}),
+             ((-2.0, 2.0, 0.25), dict(dtype=F16)), ((4,), dict(dtype=I32)), ((-3, 9, 4), dict(dtype=I8)),
+             ((0, 5000), dict(dtype=F32)), ((0,), {}), ((2, 2), {})]
+    for args, kw in cases:
+        got = torch.arange(*args, device=dev, **kw)
+        want = torch.arange(*args, **kw)
+        check(got, want)
+    out = torch.empty(3, dtype=I64, device=dev)
+    torch.arange(1, 40, 3, out=out)
+    check(out, torch.arange(1, 40, 3))
+    # GPT-2 style position ids, then an embedding lookup, all on the device.
+    pos = torch.arange(0, 6, dtype=torch.long, device=dev).unsqueeze(0)
+    emb = torch.nn.Embedding(16, 4)
+    want = emb(pos.cpu()).detach()
+    check(emb.to(dev)(pos).detach(), want, dict(rtol=0, atol=0))
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        torch.arange(0, 4, 0, device=dev)
+    with pytest.raises(RuntimeError, match="inconsistent with step sign"):
+        torch.arange(0, 4, -1, device=dev)
+    with pytest.raises(NotImplementedError, match="arange.start_out: dtype"):
+        torch.arange(4, dtype=torch.float64, device=dev)
+    ran_on_device("aten::arange.start_out", lambda: torch.arange(100, device=dev))

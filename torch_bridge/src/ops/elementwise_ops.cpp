@@ -885,6 +885,47 @@ mlu::ActivationGrad gelu_grad(const char* name, c10::string_view approximate) {
   return gelu_op(name, approximate) == mlu::UnaryOp::kGelu ? mlu::ActivationGrad::kGelu : mlu::ActivationGrad::kGeluTanh;
 }
 
+// ---- arange -------------------------------------------------------------------------------------------------
+
+// torch.arange(start, end, step, out=): the size and checks of at::native::arange_out, the values
+// by libmlu's arange kernel (int64 results go through an int32 temporary and a widening copy;
+// their values must fit int32, which torch's indices here always do).
+Tensor& mlu_arange_out(const Scalar& start, const Scalar& end, const Scalar& step, Tensor& out) {
+  const char* name = "aten::arange.start_out";
+  const ScalarType t = out.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
+                              name, ": dtype ", t, " is not supported on device mlu (privateuseone) (float32, "
+                              "float16, int8, int32, int64)");
+  const bool integral = c10::isIntegralType(t, false);
+  const double xstart = integral ? static_cast<double>(start.to<int64_t>()) : start.toDouble();
+  const double xend = integral ? static_cast<double>(end.to<int64_t>()) : end.toDouble();
+  const double xstep = integral ? static_cast<double>(step.to<int64_t>()) : step.toDouble();
+  TORCH_CHECK(xstep > 0 || xstep < 0, name, ": step must be nonzero");
+  TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), name, ": unsupported range: ", xstart, " -> ", xend);
+  TORCH_CHECK((xstep > 0 && xend >= xstart) || (xstep < 0 && xend <= xstart), name,
+              ": upper bound and larger bound inconsistent with step sign");
+  double size_d = 0;
+  if (t == at::kLong) {  // torch computes int64 sizes with integer (truncating) division
+    const int64_t a = start.to<int64_t>(), b = end.to<int64_t>(), c = step.to<int64_t>();
+    const int64_t sgn = (c > 0) - (c < 0);
+    size_d = static_cast<double>((b - a + c - sgn) / c);
+  } else {
+    size_d = std::ceil((end.toDouble() - start.toDouble()) / step.toDouble());
+  }
+  TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()), name,
+              ": invalid size, possible overflow?");
+  const auto size = static_cast<int64_t>(size_d);
+  check_on_device(out, out.device(), name, "out");
+  TORCH_CHECK(out.device().type() == kDeviceType, name, ": expected out on device mlu (privateuseone)");
+  if (out.numel() != size) out.resize_({size});
+  if (size == 0) return out;
+  OpScope op(name, out.device());
+  const Tensor target = t == at::kLong ? empty_on(out.device(), {size}, at::kInt) : out;
+  op.check(mlu::arange(op.handle(), xstart, xstep, desc(target, name), target.data_ptr()), "arange");
+  if (t == at::kLong) copy_into(op, target, out);
+  return out;
+}
+
 // ---- fill_.Tensor -----------------------------------------------------------------------------------------
 
 Tensor& mlu_fill_tensor_(Tensor& self, const Tensor& value) {
@@ -1495,6 +1536,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp.Tensor", TORCH_FN(mlu_clamp_t));
   m.impl("clamp_.Tensor", TORCH_FN(mlu_clamp_t_));
   m.impl("clamp.Tensor_out", TORCH_FN(mlu_clamp_t_out));
+  m.impl("arange.start_out", TORCH_FN(mlu_arange_out));
   m.impl("hardswish", TORCH_FN(mlu_hardswish));
   m.impl("hardswish_", TORCH_FN(mlu_hardswish_));
   m.impl("hardswish.out", TORCH_FN(mlu_hardswish_out));

@@ -122,6 +122,11 @@ Status clamp(Handle* h, const TensorDesc& x, const void* x_ptr, std::optional<do
 
 // ---- data movement -------------------------------------------------------------------------------
 
+// y[i] = start + i * step (torch.arange's values) for a 1-d y of any stride: fp32, fp16 (computed
+// in fp32: exact while the values are representable there) or int32, int8 (exact in int32; start
+// and step integral, no overflow). Other dtypes (int64, fp64): compute in int32/fp32 and cast.
+Status arange(Handle* h, double start, double step, const TensorDesc& y, void* y_ptr);
+
 // Every element of y (any strides, any dtype incl. int64/fp64) = value converted to y's dtype.
 Status fill(Handle* h, double value, const TensorDesc& y, void* y_ptr);
 
