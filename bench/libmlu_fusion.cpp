@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "libmlu_session.h"
 #include "mlusim/mlu/mlu.h"
 #include "mlusim/sim/simulator.h"
 
@@ -36,37 +37,9 @@ using mlu::DType;
 using mlu::Status;
 using mlu::TensorDesc;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "libmlu_fusion: %s\n", what.c_str());
-  std::abort();
-}
-void check(Status s, const char* what) {
-  if (s != Status::kSuccess) die(std::string(what) + ": " + mlu::status_name(s) + " " + mlu::last_error_detail());
-}
-void check(cnrtRet_t r, const char* what) {
-  if (r != cnrtSuccess) die(std::string(what) + ": " + cnrtGetErrorStr(r) + " " + mlusimGetLastErrorMessage());
-}
-
-struct Session {
-  mlu::Handle* h = nullptr;
-  std::vector<void*> buffers;
-  Session() {
-    check(mlusimLoadConfig("mlu370-x4"), "load config");
-    check(mlusimSetTimingOnly(1), "timing-only");
-    check(mlu::Handle::create(&h), "handle");
-  }
-  ~Session() {
-    for (void* p : buffers) cnrtFree(p);
-    mlu::Handle::destroy(h);
-    mlusimSetTimingOnly(0);
-  }
-  void* alloc(std::size_t bytes) {
-    void* p = nullptr;
-    check(cnrtMalloc(&p, std::max<std::size_t>(bytes, 1)), "cnrtMalloc");
-    buffers.push_back(p);
-    return p;
-  }
-};
+using bench::check;
+using bench::die;
+using bench::Session;
 
 struct Cost {
   double span_ns = 0;
@@ -118,7 +91,7 @@ TensorDesc make_desc(DType t, std::vector<std::int64_t> dims, mlu::Layout layout
 std::size_t bytes_of(const TensorDesc& d) { return static_cast<std::size_t>(d.numel()) * d.element_size(); }
 
 void BM_ConvBnRelu(benchmark::State& state) {
-  Session s;
+  Session s(/*timing_only=*/true);
   const std::int64_t n = 8, c = 256, hw = 14, oc = 256;
   mlu::ConvParams p;
   p.pad_h = p.pad_w = 1;
@@ -161,7 +134,7 @@ void BM_ConvBnRelu(benchmark::State& state) {
 BENCHMARK(BM_ConvBnRelu)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 void BM_LinearGelu(benchmark::State& state) {
-  Session s;
+  Session s(/*timing_only=*/true);
   const std::int64_t m = 128 * 8, k = 768, n = 3072;
   const TensorDesc x = make_desc(DType::kFloat16, {m, k}), w = make_desc(DType::kFloat16, {n, k});
   const TensorDesc b = make_desc(DType::kFloat16, {n}), y = make_desc(DType::kFloat16, {m, n});
@@ -192,7 +165,7 @@ void BM_LinearGelu(benchmark::State& state) {
 BENCHMARK(BM_LinearGelu)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 void BM_ElementwiseChain(benchmark::State& state) {
-  Session s;
+  Session s(/*timing_only=*/true);
   const std::int64_t elems = 16 << 20;
   const TensorDesc d = make_desc(DType::kFloat32, {elems});
   void* pa = s.alloc(bytes_of(d));

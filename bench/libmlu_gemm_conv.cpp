@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "libmlu_session.h"
 #include "mlusim/mlu/mlu.h"
 #include "mlusim/sim/roofline.h"
 #include "mlusim/sim/simulator.h"
@@ -39,38 +40,9 @@ using mlu::DType;
 using mlu::Status;
 using mlu::TensorDesc;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "libmlu_gemm_conv: %s\n", what.c_str());
-  std::abort();
-}
-void check(Status s, const char* what) {
-  if (s != Status::kSuccess) die(std::string(what) + ": " + mlu::status_name(s) + " " + mlu::last_error_detail());
-}
-void check(cnrtRet_t r, const char* what) {
-  if (r != cnrtSuccess) die(std::string(what) + ": " + cnrtGetErrorStr(r) + " " + mlusimGetLastErrorMessage());
-}
-
-// One device session per benchmark case: mlu370-x4, a handle, device buffers.
-struct Session {
-  mlu::Handle* h = nullptr;
-  std::vector<void*> buffers;
-  explicit Session(bool timing_only) {
-    check(mlusimLoadConfig("mlu370-x4"), "load config");
-    check(mlusimSetTimingOnly(timing_only ? 1 : 0), "timing-only");
-    check(mlu::Handle::create(&h), "handle");
-  }
-  ~Session() {
-    for (void* p : buffers) cnrtFree(p);
-    mlu::Handle::destroy(h);
-    mlusimSetTimingOnly(0);
-  }
-  void* alloc(std::size_t bytes) {
-    void* p = nullptr;
-    check(cnrtMalloc(&p, std::max<std::size_t>(bytes, 1)), "cnrtMalloc");
-    buffers.push_back(p);
-    return p;
-  }
-};
+using bench::check;
+using bench::die;
+using bench::Session;
 
 struct Measured {
   double sim_ps = 0, host_s = 0;
