@@ -20,12 +20,6 @@ double engine_utilisation(const nlohmann::json& report, const char* engine) {
   return e.contains(engine) ? e[engine].value("utilisation", 0.0) : 0.0;
 }
 
-double dram_bytes(const nlohmann::json& report) {
-  const auto& t = report["report"]["memory_traffic"];
-  if (!t.contains("GDRAM")) return 0;
-  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0);
-}
-
 void print_table(const std::vector<nlohmann::json>& runs, std::size_t top_ops) {
   const double base = runs.front().value("simulated_ns_per_iteration", 0.0);
   std::printf("%-20s %14s %14s %9s %8s %8s %8s %12s\n", "config", "ms/iteration", "cycles", "speed-up", "TFU", "VFU",
@@ -35,7 +29,7 @@ void print_table(const std::vector<nlohmann::json>& runs, std::size_t top_ops) {
     std::printf("%-20s %14.3f %14llu %8.2fx %7.1f%% %7.1f%% %7.1f%% %12.1f\n", r.value("config", "?").c_str(), ns / 1e6,
                 static_cast<unsigned long long>(r.value("cycles", std::uint64_t{0})), ns > 0 ? base / ns : 0.0,
                 100 * engine_utilisation(r, "TFU"), 100 * engine_utilisation(r, "VFU"),
-                100 * engine_utilisation(r, "IO-DMA"), dram_bytes(r) / 1048576.0);
+                100 * engine_utilisation(r, "IO-DMA"), gdram_bytes(r) / 1048576.0);
   }
   // The ops that matter: the union of each run's top ops by cycles.
   std::set<std::string> names;

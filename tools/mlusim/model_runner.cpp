@@ -370,6 +370,12 @@ RunResult run_model_impl(const RunOptions& o) {
 
 }  // namespace
 
+double gdram_bytes(const nlohmann::json& run_report) {
+  const auto& t = run_report["report"]["memory_traffic"];
+  if (!t.contains("GDRAM")) return 0;
+  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0);
+}
+
 RunResult run_model(const RunOptions& o) {
   try {
     return run_model_impl(o);

@@ -21,12 +21,6 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   if (!out) throw std::runtime_error("--report " + path + ": cannot write the file");
 }
 
-double gdram_bytes(const nlohmann::json& run) {
-  const auto& t = run["report"]["memory_traffic"];
-  if (!t.contains("GDRAM")) return 0;
-  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0);
-}
-
 // The fused run against the unfused one: totals, then per pattern the fused nodes and what their
 // fused op cost. Also stored in the fused run's JSON under "fusion".
 void compare_fusion(const nlohmann::json& unfused, nlohmann::json& fused, const std::map<std::string, int>& matches) {
