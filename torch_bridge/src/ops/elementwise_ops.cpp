@@ -748,35 +748,40 @@ Tensor threshold_bwd(const char* name, const Tensor& grad, const Tensor& self, c
 // few VFU steps per tile, one kernel). fp16 inputs are widened to fp32 first and the result is
 // rounded once on store, as torch's CPU kernels compute half in float ("opmath").
 
-using ProgramBody = std::function<int(mlu::ElementwiseProgram&, const std::vector<int>& inputs, mlu::DType compute)>;
+// Builds the program's output node from its input nodes (already in `compute`). `common` is the
+// op's result dtype, the dtype torch converts Scalar arguments to (scalar_as).
+using ProgramBody = std::function<int(mlu::ElementwiseProgram&, const std::vector<int>& inputs, mlu::DType compute,
+                                      ScalarType common)>;
 
-// out = body(a[, b]) for floating device tensors (a and b broadcast like a binary op's operands;
-// the backwards pass (grad, self)).
+// out = body(a[, b]) for floating tensors (a and b broadcast like a binary op's operands, a CPU
+// 0-dim tensor read on the host; the backwards pass (grad, self)). `opmath`: fp16 inputs are
+// widened to fp32 and the result rounded once on store, as torch's CPU kernels compute half in
+// float; otherwise the program computes in the result dtype (ops that only compare and select).
 Tensor program_op(const char* name, const Tensor& a, const Tensor* b, Mode mode, const Tensor& given,
-                  const ProgramBody& body) {
+                  const ProgramBody& body, bool opmath = true) {
   const Tensor none;
   const Tensor& bt = b ? *b : none;
   const c10::Device device = pick_device(name, {&a, b, &given});
-  check_on_device(a, device, name, b ? "grad_output" : "self");
-  if (b) check_on_device(*b, device, name, "self");
+  const Operand oa = operand(name, a, device, b ? "grad_output" : "self");
+  const Operand ob = b ? operand(name, *b, device, "self") : Operand{};
   const ScalarType common = ResultType().t(a).t(bt).get();
   TORCH_CHECK(c10::isFloatingType(common), name, ": not implemented for '", common, "'");
-  const Operand oa{a, 0.0}, ob{bt, 0.0};
-  const Shape shape = b ? broadcast(name, {a.sizes(), b->sizes()}) : Shape(a.sizes().begin(), a.sizes().end());
+  const Shape shape = b ? broadcast(name, {oa.sizes(), ob.sizes()}) : Shape(oa.sizes().begin(), oa.sizes().end());
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, common, common,
-                                    b ? like_of(shape, {&oa, &ob}) : a);
-  check_overlap(name, out, {&a, b});
+                                    b ? like_of(shape, {&oa, &ob}) : like_of(shape, {&oa}));
+  check_overlap(name, out, {&oa.t, &ob.t});
   std::vector<Tensor> xs{materialize(op, oa, common)};
   if (b) xs.push_back(materialize(op, ob, common));
-  const mlu::DType compute = mlu::DType::kFloat32;  // torch's opmath for float and half
+  const bool widen = opmath && common != at::kFloat;
+  const mlu::DType compute = widen ? mlu::DType::kFloat32 : mlu_dtype(common, name);
   mlu::ElementwiseProgram p;
   std::vector<int> ids;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const int in = p.input(static_cast<int>(i));
-    ids.push_back(common == at::kFloat ? in : p.cast(in, compute));
+    ids.push_back(widen ? p.cast(in, compute) : in);
   }
-  p.set_output(body(p, ids, compute));
+  p.set_output(body(p, ids, compute, common));
   run_into(op, out, common, [&](const Tensor& y) {
     std::vector<mlu::TensorDesc> descs;
     for (const Tensor& x : xs) descs.push_back(desc(x, name));
@@ -795,16 +800,16 @@ int relu6_of_x_plus_3(mlu::ElementwiseProgram& p, int x, mlu::DType t) {
 }
 
 // hardswish(x) = x * relu6(x + 3) / 6
-int hardswish_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+int hardswish_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   return p.binary(mlu::BinaryOp::kDiv, p.binary(mlu::BinaryOp::kMul, in[0], relu6_of_x_plus_3(p, in[0], t)),
                   p.constant(6.0, t));
 }
 // hardsigmoid(x) = relu6(x + 3) / 6
-int hardsigmoid_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+int hardsigmoid_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   return p.binary(mlu::BinaryOp::kDiv, relu6_of_x_plus_3(p, in[0], t), p.constant(6.0, t));
 }
 // hardswish'(x) * g: 0 for x < -3, g * (x / 3 + 1/2) for -3 <= x <= 3, g above (torch's CPU rule).
-int hardswish_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+int hardswish_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   const int g = in[0], x = in[1];
   const int mid = p.binary(mlu::BinaryOp::kMul, g,
                            p.binary(mlu::BinaryOp::kAdd, p.binary(mlu::BinaryOp::kDiv, x, p.constant(3.0, t)),
@@ -813,21 +818,21 @@ int hardswish_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& 
   return p.where(p.compare(mlu::CompareOp::kLt, x, p.constant(-3.0, t)), p.constant(0.0, t), upper);
 }
 // hardsigmoid'(x) * g: g / 6 strictly inside (-3, 3), else 0.
-int hardsigmoid_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+int hardsigmoid_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   const int g = in[0], x = in[1];
   const int inside = p.logical(mlu::LogicalOp::kAnd, p.compare(mlu::CompareOp::kGt, x, p.constant(-3.0, t)),
                                p.compare(mlu::CompareOp::kLt, x, p.constant(3.0, t)));
   return p.where(inside, p.binary(mlu::BinaryOp::kDiv, g, p.constant(6.0, t)), p.constant(0.0, t));
 }
 ProgramBody leaky_relu_body(double slope) {
-  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
     const int x = in[0];
     return p.where(p.compare(mlu::CompareOp::kGt, x, p.constant(0.0, t)), x,
                    p.binary(mlu::BinaryOp::kMul, x, p.constant(slope, t)));
   };
 }
 ProgramBody leaky_relu_backward_body(double slope) {
-  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t) {
+  return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
     const int g = in[0], x = in[1];
     return p.where(p.compare(mlu::CompareOp::kGt, x, p.constant(0.0, t)), g,
                    p.binary(mlu::BinaryOp::kMul, g, p.constant(slope, t)));
@@ -835,31 +840,15 @@ ProgramBody leaky_relu_backward_body(double slope) {
 }
 
 // hardtanh_backward: grad where min < x < max, else 0 (torch's rule: the bounds themselves pass
-// no gradient), as one elementwise program (two compares, and, select) over both operands.
-Tensor hardtanh_bwd(const char* name, const Tensor& grad, const Tensor& self, const Scalar& min_val,
-                    const Scalar& max_val, Mode mode, const Tensor& given) {
-  const c10::Device device = pick_device(name, {&grad, &self, &given});
-  const Operand og = operand(name, grad, device, "grad_output"), ox = operand(name, self, device, "self");
-  const ScalarType common = ResultType().t(grad).t(self).get();
-  TORCH_CHECK(c10::isFloatingType(common), name, ": not implemented for '", common, "'");
-  const Shape shape = broadcast(name, {og.sizes(), ox.sizes()});
-  OpScope op(name, device);
-  const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&og, &ox}));
-  check_overlap(name, out, {&og.t, &ox.t});
-  const Tensor g = materialize(op, og, common), x = materialize(op, ox, common);
-  const mlu::DType dt = mlu_dtype(common, name);
-  mlu::ElementwiseProgram p;
-  const int gi = p.input(0), xi = p.input(1);
-  const int inside = p.logical(mlu::LogicalOp::kAnd, p.compare(mlu::CompareOp::kGt, xi, p.constant(scalar_as(min_val, common), dt)),
-                               p.compare(mlu::CompareOp::kLt, xi, p.constant(scalar_as(max_val, common), dt)));
-  p.set_output(p.where(inside, gi, p.constant(0.0, dt)));
-  run_into(op, out, common, [&](const Tensor& y) {
-    const mlu::TensorDesc gd = desc(g, name), xd = desc(x, name);
-    op.check(mlu::elementwise_program(op.handle(), p, {{&gd, g.data_ptr()}, {&xd, x.data_ptr()}}, desc(y, name),
-                                      y.data_ptr()),
-             "elementwise_program (hardtanh_backward)");
-  });
-  return out;
+// no gradient): two compares, and, select, in the result dtype (the bounds rounded to it, as torch).
+ProgramBody hardtanh_backward_body(const Scalar& min_val, const Scalar& max_val) {
+  return [min_val, max_val](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType common) {
+    const int g = in[0], x = in[1];
+    const int inside =
+        p.logical(mlu::LogicalOp::kAnd, p.compare(mlu::CompareOp::kGt, x, p.constant(scalar_as(min_val, common), t)),
+                  p.compare(mlu::CompareOp::kLt, x, p.constant(scalar_as(max_val, common), t)));
+    return p.where(inside, g, p.constant(0.0, t));
+  };
 }
 
 Tensor activation_bwd(const char* name, mlu::ActivationGrad act, const Tensor& grad, const Tensor& value, Mode mode,
@@ -915,7 +904,6 @@ Tensor& mlu_arange_out(const Scalar& start, const Scalar& end, const Scalar& ste
   TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()), name,
               ": invalid size, possible overflow?");
   const auto size = static_cast<int64_t>(size_d);
-  check_on_device(out, out.device(), name, "out");
   TORCH_CHECK(out.device().type() == kDeviceType, name, ": expected out on device mlu (privateuseone)");
   if (out.numel() != size) out.resize_({size});
   if (size == 0) return out;
@@ -1332,10 +1320,12 @@ Tensor& mlu_hardtanh_out(const Tensor& s, const Scalar& lo, const Scalar& hi, Te
   return out;
 }
 Tensor mlu_hardtanh_backward(const Tensor& g, const Tensor& s, const Scalar& lo, const Scalar& hi) {
-  return hardtanh_bwd("aten::hardtanh_backward", g, s, lo, hi, Mode::kNew, kNone);
+  return program_op("aten::hardtanh_backward", g, &s, Mode::kNew, kNone, hardtanh_backward_body(lo, hi),
+                    /*opmath=*/false);
 }
 Tensor& mlu_hardtanh_backward_out(const Tensor& g, const Tensor& s, const Scalar& lo, const Scalar& hi, Tensor& gi) {
-  hardtanh_bwd("aten::hardtanh_backward.grad_input", g, s, lo, hi, Mode::kOut, gi);
+  program_op("aten::hardtanh_backward.grad_input", g, &s, Mode::kOut, gi, hardtanh_backward_body(lo, hi),
+             /*opmath=*/false);
   return gi;
 }
 
