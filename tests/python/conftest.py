@@ -36,6 +36,16 @@ def _clean_backend_state():
     torch_mlu.synchronize()
 
 
+@pytest.fixture(scope="module")
+def big_dram():
+    """Whole models need more than tiny's 64 MiB (resnet18's weights alone are 47 MB; training
+    holds weights, gradients and momentum): the module runs on tiny with 1 GiB of DRAM (lazily
+    backed). Use with `pytestmark = pytest.mark.usefixtures("big_dram")` (models/)."""
+    torch_mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"])
+    yield
+    torch_mlu.empty_cache()
+
+
 def run_python(code, env=None, timeout=120):
     """Runs `code` in a fresh /usr/bin/python3 with this process's environment (plus `env`)."""
     import subprocess

@@ -15,13 +15,7 @@ import torch.nn.functional as F
 import torch_mlu
 
 torchvision = pytest.importorskip("torchvision")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _big_dram():
-    torch_mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"])
-    yield
-    torch_mlu.empty_cache()
+pytestmark = pytest.mark.usefixtures("big_dram")
 
 
 def _pair(model, seed=0):
