@@ -16,8 +16,13 @@ Prints one summary line at the end; the exit status is non-zero if any step fail
 Environment:
   MLUSIM_SKIP_SANITIZE=1   skip step 2
   MLUSIM_JOBS=N            parallel build and test jobs (default: nproc)
+  MLUSIM_VENV=DIR          the project venv, if not .venv/ (as for tools/install-deps.sh):
+                           passed to cmake as -DMLUSIM_PYTHON=DIR/bin/python
 
-Dependencies come from tools/install-deps.sh (Debian 12 packages).
+Dependencies come from tools/install-deps.sh: Debian 12 packages and the project venv .venv/
+(Debian's python3 with the pinned PyPI packages of tools/requirements/torch.txt: torch,
+torchvision, transformers, timm, pytest). The build compiles the PyTorch layer against the
+venv's torch, and ctest runs the pytest suites with the venv's python.
 EOF
 }
 
@@ -26,6 +31,13 @@ case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   *) echo "test.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 esac
+
+# The venv's python for the torch layer (cmake's default is .venv/bin/python); a relative
+# MLUSIM_VENV is relative to the caller's folder, as in tools/install-deps.sh.
+cmake_python=()
+if [[ -n "${MLUSIM_VENV:-}" ]]; then
+  cmake_python=("-DMLUSIM_PYTHON=$(realpath -m -- "$MLUSIM_VENV")/bin/python")
+fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${MLUSIM_JOBS:-$(nproc)}"
@@ -51,7 +63,7 @@ step() {
 
 # 1. Everything, optimised with debug info.
 step "configure build"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_python[@]}"
 step "build build"
 cmake --build build -j "$jobs"
 step "test build"
@@ -67,7 +79,7 @@ if [[ "${MLUSIM_SKIP_SANITIZE:-0}" != 1 ]]; then
 
   step "configure build-asan"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DMLUSIM_SANITIZE=ON -DMLUSIM_BUILD_BENCH=OFF
+    -DMLUSIM_SANITIZE=ON -DMLUSIM_BUILD_BENCH=OFF "${cmake_python[@]}"
   mapfile -t sanitized_targets < <(ninja -C build-asan -t targets all | grep -oE '^(sim|driver)_[a-z0-9_]+_tests:' | tr -d : | sort -u)
   if [[ ${#sanitized_targets[@]} -eq 0 ]]; then
     echo "tools/test.sh: no sim_*_tests or driver_*_tests targets found in build-asan" >&2
