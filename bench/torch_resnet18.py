@@ -40,7 +40,7 @@ def main():
         ap.error("--iterations must be >= 1")
 
     torch_mlu.load_config(args.config)
-    dev = torch_mlu.device(0)
+    dev = torch.device("mlu", 0)
     torch.manual_seed(0)
     cpu_model = torchvision.models.resnet18().eval()
     dev_model = torchvision.models.resnet18().eval()

@@ -22,7 +22,7 @@ MiB = 1024 * 1024
 
 @pytest.fixture
 def dev():
-    return torch_mlu.device(0)
+    return torch.device("mlu", 0)
 
 
 @pytest.fixture(autouse=True)

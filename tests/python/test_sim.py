@@ -73,17 +73,17 @@ def test_load_config(dev):
     try:
         assert torch_mlu.device_count() == 2 and torch_mlu.config_name() == "tiny"
         assert torch_mlu.memory_stats()["num_device_alloc"] == 0  # statistics restarted
-        x = torch.arange(8, dtype=torch.float32).to("privateuseone:1")
-        assert x.device == torch.device("privateuseone", 1)
+        x = torch.arange(8, dtype=torch.float32).to("mlu:1")
+        assert x.device == torch.device("mlu", 1)
         assert torch_mlu.memory_allocated(1) == 512 and torch_mlu.memory_allocated(0) == 0
         assert torch_mlu.device_stats(1)["allocated_bytes"] == 2 * MiB
-        y = x.to("privateuseone:0")  # peer copy
+        y = x.to("mlu:0")  # peer copy
         assert torch.equal(y.cpu(), torch.arange(8, dtype=torch.float32))
         with torch_mlu.device_guard(1):
             q = torch_mlu.Queue()
             assert q.device_index == 1
             z = torch.empty(3)
-            assert torch.empty(3, device="privateuseone").device.index == 1
+            assert torch.empty(3, device="mlu").device.index == 1
         del x, y, z
     finally:
         gc.collect()
@@ -116,7 +116,7 @@ def test_fork_child_reinitialises(dev):
 
 def test_clean_exit_with_live_tensors():
     code = ("import torch, torch_mlu\n"
-            "keep = torch.arange(6.).to('privateuseone')\n"
+            "keep = torch.arange(6.).to('mlu')\n"
             "q = torch_mlu.Queue()\n"
             "n = torch_mlu.Notifier(); n.record(q)\n"
             "p = torch_mlu.pin_memory(torch.ones(4))\n"

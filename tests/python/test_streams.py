@@ -1,4 +1,5 @@
-"""Queues behave like torch.cuda.Stream, notifiers like torch.cuda.Event (simulated time)."""
+"""Streams behave like torch.cuda.Stream, events like torch.cuda.Event (simulated time); both are
+torch.Stream / torch.Event, so torch's generic stream API works on "mlu" too."""
 
 import pytest
 import torch
@@ -6,46 +7,51 @@ import torch
 import torch_mlu
 
 
-def test_queues_are_torch_streams_from_a_pool(dev):
-    q = torch_mlu.Queue()
-    assert isinstance(q, torch.Stream)
-    assert q.device == dev and q.device_index == 0 and 1 <= q.queue_id <= 32
-    assert q.cnrt_queue != 0
-    others = [torch_mlu.Queue() for _ in range(32)]
-    assert others[-1] == q  # 32 queues, round robin
-    assert len({o.queue_id for o in others}) == 32
-    assert torch_mlu.default_queue().queue_id == 0 and torch_mlu.default_queue().cnrt_queue == 0
-    assert torch_mlu.current_queue() == torch_mlu.default_queue()
-    assert "queue_id" in repr(q)
+def test_streams_are_torch_streams_from_a_pool(dev):
+    s = torch.mlu.Stream()
+    assert isinstance(s, torch.Stream)
+    assert s.device == dev and s.device_index == 0 and 1 <= s.stream_id <= 32
+    assert s.cnrt_queue != 0
+    others = [torch.mlu.Stream() for _ in range(32)]
+    assert others[-1] == s  # 32 streams, round robin
+    assert len({o.stream_id for o in others}) == 32
+    assert torch.mlu.default_stream().stream_id == 0 and torch.mlu.default_stream().cnrt_queue == 0
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    assert "stream_id" in repr(s)
+    generic = torch.Stream(device="mlu")  # DeviceGuardImpl::getNewStream: a pool stream too
+    assert generic.device == dev and 1 <= generic.stream_id <= 32
+    assert torch.accelerator.current_stream() == torch.mlu.current_stream()
 
 
-def test_queue_context_makes_it_current(dev):
-    q = torch_mlu.Queue()
-    with q:
-        assert torch_mlu.current_queue() == q
+def test_stream_context_makes_it_current(dev):
+    s = torch.mlu.Stream()
+    with s:
+        assert torch.mlu.current_stream() == s
         x = torch.ones(4, dtype=torch.int8).to(dev)
-    assert torch_mlu.current_queue() == torch_mlu.default_queue()
-    with torch_mlu.queue(q):
-        assert torch_mlu.current_queue() == q
-    with torch_mlu.queue(None):
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    with torch.mlu.stream(s):
+        assert torch.mlu.current_stream() == s
+    with torch.mlu.stream(None):
         pass
-    torch_mlu.set_queue(q)
-    assert torch_mlu.current_queue() == q
-    torch_mlu.set_queue(torch_mlu.default_queue())
-    q.synchronize()
-    assert q.query()
+    torch.mlu.set_stream(s)
+    assert torch.mlu.current_stream() == s
+    torch.accelerator.set_stream(torch.mlu.default_stream())
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    s.synchronize()
+    assert s.query()
     assert torch.equal(x.cpu(), torch.ones(4, dtype=torch.int8))
 
 
-def test_notifier_measures_simulated_time(dev):
-    q = torch_mlu.Queue()
-    start = torch_mlu.Notifier(enable_timing=True)
-    end = torch_mlu.Notifier(enable_timing=True)
+@pytest.mark.parametrize("make_event", [lambda: torch.mlu.Event(enable_timing=True),
+                                        lambda: torch.Event(device="mlu", enable_timing=True)])
+def test_events_measure_simulated_time(dev, make_event):
+    s = torch.mlu.Stream()
+    start, end = make_event(), make_event()
     x = torch.randn(1 << 18)  # 1 MiB
     d = torch.empty(1 << 18, device=dev)
     times = []
     for _ in range(3):  # the first round also creates the notifiers (host time inside the interval)
-        with q:
+        with s:
             start.record()
             d.copy_(x)
             end.record()
@@ -58,27 +64,31 @@ def test_notifier_measures_simulated_time(dev):
     assert torch.equal(d.cpu(), x)
 
 
-def test_notifier_rules():
-    a, b = torch_mlu.Notifier(), torch_mlu.Notifier()
+def test_event_rules():
+    a, b = torch.mlu.Event(enable_timing=True), torch.mlu.Event(enable_timing=True)
     assert a.query()  # never recorded
     a.synchronize()
-    with pytest.raises(RuntimeError, match="recorded first"):
+    with pytest.raises(ValueError, match="recorded"):
         a.elapsed_time(b)
-    a.record()
-    b.record()
-    b.synchronize()
-    with pytest.raises(RuntimeError, match="enable_timing=True"):
-        a.elapsed_time(b)
-    assert "Notifier" in repr(a)
+    c, d = torch.mlu.Event(), torch.mlu.Event()
+    c.record()
+    d.record()
+    d.synchronize()
+    with pytest.raises(ValueError, match="enable_timing=True"):
+        c.elapsed_time(d)
+    assert isinstance(a, torch.mlu.Event) and isinstance(a, torch.Event)
+    assert not isinstance(torch.Event(device="cpu"), torch.mlu.Event)
+    with pytest.raises(ValueError, match="interprocess"):
+        torch.mlu.Event(interprocess=True)
 
 
-def test_waits_between_queues(dev):
-    producer, consumer = torch_mlu.Queue(), torch_mlu.Queue()
+def test_waits_between_streams(dev):
+    producer, consumer = torch.mlu.Stream(), torch.mlu.Stream()
     with producer:
         x = torch.randn(1 << 16).to(dev)
-    consumer.wait_queue(producer)
-    n = producer.record_notifier()
-    consumer.wait_notifier(n)
+    consumer.wait_stream(producer)
+    e = producer.record_event()
+    consumer.wait_event(e)
     with consumer:
         y = x.clone()
     consumer.synchronize()
@@ -86,7 +96,7 @@ def test_waits_between_queues(dev):
 
 
 def test_record_stream_through_torch(dev):
-    q = torch_mlu.Queue()
+    s = torch.mlu.Stream()
     x = torch.empty(10, device=dev)
-    x.record_stream(q)  # dispatches to the backend's record_stream
+    x.record_stream(s)  # dispatches to the backend's record_stream
     del x

@@ -29,7 +29,7 @@ def _eval_model(make, seed=0):
 
 
 def test_resnet18_fused_matches_unfused_and_saves_kernels_and_bytes():
-    dev = torch_mlu.device(0)
+    dev = torch.device("mlu", 0)
     cpu = _eval_model(lambda: torchvision.models.resnet18(num_classes=10))
     x = torch.randn(1, 3, 64, 64)
     with torch.no_grad():
@@ -68,7 +68,7 @@ def test_resnet18_fused_matches_unfused_and_saves_kernels_and_bytes():
 
 
 def test_mobilenet_v2_relu6_and_depthwise_fuse():
-    dev = torch_mlu.device(0)
+    dev = torch.device("mlu", 0)
     cpu = _eval_model(lambda: torchvision.models.mobilenet_v2(num_classes=10))
     x = torch.randn(1, 3, 64, 64)
     with torch.no_grad():

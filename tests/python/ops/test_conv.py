@@ -19,7 +19,7 @@ def rand(*shape, dtype=torch.float32, seed=0):
 
 def check(actual, expected, depth):
     """fp32: another summation order than the CPU; fp16: fp32 accumulation, one rounding."""
-    assert actual.device.type == "privateuseone"
+    assert actual.device.type == "mlu"
     actual = actual.cpu()
     assert actual.shape == expected.shape
     if actual.dtype == torch.float16:
@@ -34,7 +34,7 @@ def run_both(fn, x, w, b, grad_seed=99, mask=(True, True, True), **kw):
     fp16 convolution), forward and backward with the same output gradient. Returns pairs
     (device, cpu) for y, dx, dw, db (None where not requested)."""
     dtype = x.dtype
-    dev = torch_mlu.device(0)
+    dev = torch.device("mlu", 0)
 
     def leaf(t, want, device, cast):
         if t is None:
@@ -194,7 +194,7 @@ def test_conv_errors_name_the_op_and_leave_the_device_usable(dev):
         F.conv2d(x, rand(4, 3, 3, 3).half().to(dev))
     with pytest.raises(RuntimeError, match=r"bias type"):  # torch checks the bias before the backend
         F.conv2d(x, w, rand(4).half().to(dev))
-    with pytest.raises(NotImplementedError, match=r"aten::convolution_overrideable.*Double.*mlu \(privateuseone\)"):
+    with pytest.raises(NotImplementedError, match=r"aten::convolution_overrideable.*Double.*mlu"):
         F.conv2d(rand(1, 3, 6, 6).double().to(dev), rand(4, 3, 3, 3).double().to(dev))
     with pytest.raises(NotImplementedError, match=r"aten::convolution_overrideable.*1-d and 2-d"):
         F.conv3d(rand(1, 2, 4, 4, 4).to(dev), rand(3, 2, 2, 2, 2).to(dev))

@@ -27,7 +27,7 @@ def sample(shape, dtype, seed=0, low=-3.0, high=3.0):
 
 
 def check(got, expected, tol=None):
-    assert isinstance(got, torch.Tensor) and got.device.type == "privateuseone", got
+    assert isinstance(got, torch.Tensor) and got.device.type == "mlu", got
     assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
     assert got.shape == expected.shape, (got.shape, expected.shape)
     kw = tol or TOL.get(expected.dtype, dict(rtol=0, atol=0))
@@ -57,7 +57,7 @@ def layouts(shape, dtype, seed=0, **kw):
 
 
 def dev_of():
-    return torch_mlu.device(0)
+    return torch.device("mlu", 0)
 
 
 def ran_on_device(op_name, fn):
@@ -673,16 +673,16 @@ def test_cross_device_copies_with_conversion():
 import torch, torch_mlu
 torch_mlu.load_config("tiny", {"devices": 2})
 x = torch.randn(6, 8)
-a = x.to("privateuseone:0")
-b = a.t().to("privateuseone:1")                  # layout change across devices
+a = x.to("mlu:0")
+b = a.t().to("mlu:1")                  # layout change across devices
 assert b.device.index == 1 and torch.equal(b.cpu(), x.t().contiguous())
-c = a.to("privateuseone:1", torch.float16)        # dtype change across devices
+c = a.to("mlu:1", torch.float16)        # dtype change across devices
 assert torch.equal(c.cpu(), x.half())
-d = torch.zeros(8, 13, device="privateuseone:1")
+d = torch.zeros(8, 13, device="mlu:1")
 d[:, 1::2].copy_(a.t())                           # destination with gaps on the other device
 ref = torch.zeros(8, 13); ref[:, 1::2].copy_(x.t())
 assert torch.equal(d.cpu(), ref)
-e = torch.empty(8, 6, dtype=torch.int32, device="privateuseone:0").t()
+e = torch.empty(8, 6, dtype=torch.int32, device="mlu:0").t()
 e.copy_(c)                                        # back, converted, into a transposed view
 assert torch.equal(e.cpu(), x.half().int())
 print("ok")
@@ -702,9 +702,9 @@ def test_errors_name_the_op_and_keep_the_device_usable(dev):
     with pytest.raises(RuntimeError, match=r"aten::mul_\.Tensor: output with shape \[2, 3\] doesn't match the "
                                            r"broadcast shape \[4, 2, 3\]"):
         a.mul_(torch.ones(4, 2, 3, device=dev))
-    with pytest.raises(RuntimeError, match=r"aten::add\.Tensor: expected other on privateuseone:0"):
+    with pytest.raises(RuntimeError, match=r"aten::add\.Tensor: expected other on mlu:0"):
         a + torch.ones(2, 3)
-    with pytest.raises(NotImplementedError, match=r"aten::exp: .*fp64.*device mlu \(privateuseone\)"):
+    with pytest.raises(NotImplementedError, match=r"aten::exp: .*fp64.*device mlu"):
         torch.exp(torch.ones(3, dtype=torch.float64, device=dev))
     with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: dtype Short is not supported on device mlu"):
         torch.ones(3, dtype=torch.int16, device=dev) + 1

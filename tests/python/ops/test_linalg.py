@@ -30,7 +30,7 @@ def ref(fn, *args, dtype, **kw):
 
 def check(actual, expected, depth=8):
     """fp32: libmlu accumulates in another order than MKL; fp16: one rounding of an fp32 result."""
-    assert actual.device.type == "privateuseone"
+    assert actual.device.type == "mlu"
     actual = actual.cpu()
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     if expected.dtype == torch.float16:
@@ -337,9 +337,9 @@ def test_errors_name_the_op_and_leave_the_device_usable(dev):
         torch.mm(rand(3).to(dev), b)
     with pytest.raises(RuntimeError, match=r"aten::mm.*same dtype"):
         torch.mm(a, rand(4, 2).half().to(dev))
-    with pytest.raises(NotImplementedError, match=r"aten::mm.*Int.*mlu \(privateuseone\)"):
+    with pytest.raises(NotImplementedError, match=r"aten::mm.*Int.*mlu"):
         torch.mm(torch.ones(3, 4, dtype=torch.int32).to(dev), torch.ones(4, 2, dtype=torch.int32).to(dev))
-    with pytest.raises(NotImplementedError, match=r"aten::bmm.*Double.*mlu \(privateuseone\)"):
+    with pytest.raises(NotImplementedError, match=r"aten::bmm.*Double.*mlu"):
         torch.bmm(rand(2, 3, 4).double().to(dev), rand(2, 4, 2).double().to(dev))
     with pytest.raises(RuntimeError, match=r"aten::bmm.*same number of batches"):
         torch.bmm(rand(2, 3, 4).to(dev), rand(3, 4, 2).to(dev))
@@ -355,7 +355,7 @@ def test_errors_name_the_op_and_leave_the_device_usable(dev):
         torch.dot(rand(3).to(dev), rand(4).to(dev))
     with pytest.raises(RuntimeError, match=r"aten::mv.*size mismatch"):
         torch.mv(a, rand(3).to(dev))
-    with pytest.raises(RuntimeError, match=r"aten::mm.*expected mat2 on privateuseone:0"):
+    with pytest.raises(RuntimeError, match=r"aten::mm.*expected mat2 on mlu:0"):
         torch.mm(a, rand(4, 2))
     # still usable
     check(torch.mm(a, rand(4, 2).to(dev)), rand(3, 4) @ rand(4, 2), 4)

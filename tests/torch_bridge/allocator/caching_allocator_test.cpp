@@ -452,22 +452,25 @@ TEST_F(AllocatorTest, StatsHaveTorchsKeysAndResets) {
   const auto flatlist = a.stats(0).flatten();
   std::map<std::string, std::int64_t> s(flatlist.begin(), flatlist.end());
   for (const char* name : {"allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
-                           "active_bytes", "inactive_split_bytes"})
+                           "active_bytes", "inactive_split_bytes", "requested_bytes"})
     for (const char* pool : {"all", "small_pool", "large_pool"})
       for (const char* metric : {"current", "peak", "allocated", "freed"})
         EXPECT_EQ(s.count(std::string(name) + "." + pool + "." + metric), 1u) << name << "." << pool << "." << metric;
   for (const char* key : {"num_alloc_retries", "num_ooms", "max_split_size", "oversize_allocations.current",
                           "oversize_segments.peak", "num_device_alloc", "num_device_free"})
     EXPECT_EQ(s.count(key), 1u) << key;
-  EXPECT_EQ(s.size(), 8u * 3 * 4 + 2 * 4 + 5);
+  EXPECT_EQ(s.size(), 9u * 3 * 4 + 2 * 4 + 5);
   EXPECT_EQ(s["max_split_size"], -1);
   EXPECT_TRUE(std::is_sorted(flatlist.begin(), flatlist.end()));
 
   void* p = a.malloc(0, 3000, nullptr);  // 3072
+  EXPECT_EQ(flat(a)["requested_bytes.small_pool.current"], 3000);  // the caller's size, not the block's
   void* q = a.malloc(0, 2 * MiB, nullptr);
   a.free(p);
   auto t = flat(a);
   EXPECT_EQ(t["allocated_bytes.all.current"], static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(t["requested_bytes.all.current"], static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(t["requested_bytes.small_pool.freed"], 3000);
   EXPECT_EQ(t["allocated_bytes.all.peak"], static_cast<std::int64_t>(2 * MiB + 3072));
   EXPECT_EQ(t["allocated_bytes.small_pool.freed"], 3072);
   EXPECT_EQ(t["allocation.all.allocated"], 2);

@@ -1,15 +1,14 @@
 """torch_mlu: PyTorch tensors on mlusim's simulated MLU devices.
 
-Importing this package registers the PrivateUse1 backend of libtorch 1.13 (the device type
-torch names "privateuseone") and gives the torch.cuda-like module users expect::
+Importing this package registers the PrivateUse1 backend of torch 2.14 under the name "mlu" and
+makes this module torch.mlu, the torch.cuda of the simulated device::
 
     import torch, torch_mlu
-    dev = torch_mlu.device(0)                 # torch.device("privateuseone", 0)
-    x = torch.randn(4, 4).to(dev)
-    with torch_mlu.trace("traces/run.json"):
+    x = torch.randn(4, 4).mlu()             # or .to("mlu:0"), torch.device("mlu", 0)
+    with torch.mlu.trace("traces/run.json"):
         y = x.cpu()
-    print(torch_mlu.memory_summary())
-    print(torch_mlu.cycle_report())
+    print(torch.mlu.memory_summary())
+    print(torch.mlu.cycle_report())
 
 Every allocation and copy advances simulated time; see torch_bridge/README.md for the CUDA twin
 of each call, the caching allocator (MLU_ALLOC_CONF) and the CPU-fallback policy
@@ -22,37 +21,42 @@ import torch
 
 from . import _C
 
-# torch 1.13 names the device type "privateuseone"; torch >= 2.1 can rename it (DESIGN.md).
-if hasattr(torch.utils, "rename_privateuse1_backend"):  # pragma: no cover (not on Debian 12)
-    if torch._C._get_privateuse1_backend_name() != "mlu":
-        torch.utils.rename_privateuse1_backend("mlu")
-    DEVICE_TYPE = "mlu"
-else:
-    DEVICE_TYPE = "privateuseone"
+DEVICE_TYPE = "mlu"
+
+# libmlusim_torch registers the name "mlu" with c10 when it loads (for C++ programs too); torch's
+# Python side learns it here.
+if torch.utils.backend_registration._privateuse1_backend_name != DEVICE_TYPE:
+    torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
 
 _C.check_environment()  # a bad MLU_ALLOC_CONF / TORCH_MLU_CPU_FALLBACK fails the import, clearly
 
+from ._utils import _get_device_index  # noqa: E402
+from . import _utils  # noqa: E402,F401  (torch.serialization looks for torch.mlu._utils)
+
 
 def _device_index(device=None, optional=True):
-    """The device ordinal named by an int, a string, a torch.device or None (current device)."""
-    if device is None:
-        if not optional:
-            raise ValueError("a device is required")
-        return _C.current_device()
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device):
-        if device.type != DEVICE_TYPE:
-            raise ValueError(f"expected a {DEVICE_TYPE} (MLU) device, got {device}")
-        return _C.current_device() if device.index is None else device.index
-    if isinstance(device, int):
-        return device
-    raise TypeError(f"cannot interpret {device!r} as an MLU device")
+    return _get_device_index(device, optional)
 
 
 def is_available():
     """True when the simulated system has at least one device."""
     return _C.device_count() > 0
+
+
+def is_initialized():
+    """The simulator starts on first use; it is always ready to."""
+    return True
+
+
+def _is_in_bad_fork():
+    """Never: a forked child starts a fresh simulated runtime on its first call (torch.random asks
+    this before torch.manual_seed seeds the device generators)."""
+    return False
+
+
+def init():
+    """Starts the simulated system now (torch.cuda.init); otherwise it starts on first use."""
+    _C.device_count()
 
 
 def device_count():
@@ -66,43 +70,91 @@ def current_device():
 
 def set_device(device):
     """Makes `device` the calling thread's current MLU (cnrtSetDevice)."""
-    _C.set_device(_device_index(device))
+    index = _device_index(device)
+    if index >= 0:
+        _C.set_device(index)
 
 
-def device(index=None):
-    """The torch.device of MLU `index` (default: the current device): torch.device("privateuseone", i)."""
-    return torch.device(DEVICE_TYPE, _device_index(index))
-
-
-class device_guard:
-    """Context manager that makes `device` current and restores the previous one (torch.cuda.device)."""
+class device:
+    """Context manager that makes `device` current and restores the previous one (torch.cuda.device).
+    Use torch.device("mlu", i) for a device to put tensors on."""
 
     def __init__(self, device):
-        self.index = _device_index(device)
-        self.previous = None
+        self.idx = _get_device_index(device, optional=True)
+        self.prev_idx = -1
 
     def __enter__(self):
-        self.previous = _C.current_device()
-        _C.set_device(self.index)
+        self.prev_idx = _C.current_device()
+        if self.idx >= 0 and self.idx != self.prev_idx:
+            _C.set_device(self.idx)
         return self
 
     def __exit__(self, *exc):
-        _C.set_device(self.previous)
+        if self.prev_idx != _C.current_device():
+            _C.set_device(self.prev_idx)
         return False
 
 
+class device_of(device):
+    """Context manager that makes the device of tensor `obj` current (torch.cuda.device_of); a
+    CPU tensor changes nothing."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.device.type == DEVICE_TYPE else -1)
+
+
 def synchronize(device=None):
-    """Waits for all work queued on every queue of the device (cnrtSyncDevice)."""
+    """Waits for all work queued on every stream of the device (cnrtSyncDevice)."""
     _C.synchronize(_device_index(device))
 
 
+class _DeviceProperties:
+    """torch.cuda.get_device_properties' object: name, total_memory, major, minor,
+    multi_processor_count (clusters x cores), plus the simulator's cluster and clock figures."""
+
+    def __init__(self, props):
+        self.name = props["name"]
+        self.total_memory = props["total_memory"]
+        self.major = props["major"]
+        self.minor = props["minor"]
+        self.cluster_count = props["clusters"]
+        self.cores_per_cluster = props["cores_per_cluster"]
+        self.multi_processor_count = props["clusters"] * props["cores_per_cluster"]
+        self.clock_rate_mhz = props["core_clock_mhz"]
+
+    def __repr__(self):
+        return (f"_MLUDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
 def get_device_properties(device=None):
-    """The device's properties from the config (name, total_memory, clusters, ...), as a dict."""
-    return _C.device_properties(_device_index(device))
+    """The device's properties from the loaded config (torch.cuda.get_device_properties)."""
+    return _DeviceProperties(_C.device_properties(_device_index(device)))
 
 
 def get_device_name(device=None):
-    return get_device_properties(device)["name"]
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    """(major, minor): 3.x for the MLU300 class (mlu370), 2.x for mlu270 (torch.cuda.get_device_capability)."""
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
+def is_bf16_supported(including_emulation=True):
+    """bfloat16 compute exists from compute capability 5 (MLU500 class) on, as Cambricon's
+    torch_mlu reports; the simulated presets below that have no bf16 arithmetic."""
+    return is_available() and get_device_capability()[0] >= 5
+
+
+def get_amp_supported_dtype():
+    """The dtypes torch.autocast("mlu", dtype=...) accepts."""
+    dtypes = [torch.float16]
+    if is_bf16_supported():
+        dtypes.append(torch.bfloat16)
+    return dtypes
 
 
 def set_cpu_fallback(enabled):
@@ -125,21 +177,27 @@ def reset_cpu_fallback_counts():
 
 def pin_memory(tensor):
     """A copy of CPU `tensor` in pinned host memory (cnrtHostMalloc): faster host<->device copies."""
-    return tensor.pin_memory(DEVICE_TYPE)
+    return tensor.pin_memory()
 
 
 def is_pinned(tensor):
-    return tensor.is_pinned(DEVICE_TYPE)
+    return tensor.is_pinned()
 
 
-from .streams import Notifier, Queue, current_queue, default_queue, queue, set_queue  # noqa: E402
+from .streams import (  # noqa: E402
+    Event, Notifier, Queue, Stream, StreamContext, current_queue, current_stream, default_queue,
+    default_stream, queue, set_queue, set_stream, stream)
 from .memory import (  # noqa: E402
+    caching_allocator_alloc,
+    caching_allocator_delete,
     empty_cache,
     get_allocator_settings,
     max_memory_allocated,
+    max_memory_cached,
     max_memory_reserved,
     mem_get_info,
     memory_allocated,
+    memory_cached,
     memory_reserved,
     memory_snapshot,
     memory_stats,
@@ -147,28 +205,45 @@ from .memory import (  # noqa: E402
     memory_summary,
     reset_accumulated_memory_stats,
     reset_max_memory_allocated,
+    reset_max_memory_cached,
     reset_peak_memory_stats,
     set_allocator_settings,
     set_per_process_memory_fraction,
 )
-from .random import initial_seed, manual_seed, manual_seed_all, seed, seed_all  # noqa: E402
+from .random import (  # noqa: E402
+    get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
+    set_rng_state, set_rng_state_all)
 from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from . import _patches  # noqa: E402
 
-_patches.install(_sys.modules[__name__])
+device_guard = device  # mlusim's name before torch 2
+
+_patches.install()
+
+# torch.mlu is this module; Tensor.mlu(), Tensor.is_mlu, Module.mlu(), storages' .mlu() and
+# torch.save/torch.load of device tensors come from torch's PrivateUse1 registration.
+if getattr(torch, DEVICE_TYPE, None) is None:
+    torch._register_device_module(DEVICE_TYPE, _sys.modules[__name__])
+if not hasattr(torch.Tensor, "is_" + DEVICE_TYPE):
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
+                                                         for_packed_sequence=True, for_storage=True)
 
 __all__ = [
-    "DEVICE_TYPE", "Notifier", "Queue", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
-    "current_device", "current_queue", "cycle_report", "default_queue", "device", "device_count",
-    "device_guard", "device_stats", "empty_cache", "fuse", "fusion_compare", "fusion_report",
-    "get_allocator_settings", "get_device_name",
-    "get_device_properties", "initial_seed", "is_available", "is_pinned", "load_config", "manual_seed",
-    "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
+    "DEVICE_TYPE", "Event", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
+    "caching_allocator_delete", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
+    "current_device", "current_queue", "current_stream", "cycle_report", "default_queue", "default_stream",
+    "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "fuse",
+    "fusion_compare", "fusion_report", "get_allocator_settings", "get_amp_supported_dtype",
+    "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
+    "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported", "is_initialized",
+    "is_pinned", "load_config", "manual_seed", "manual_seed_all", "max_memory_allocated",
+    "max_memory_cached", "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_cached",
     "memory_reserved", "memory_snapshot", "memory_stats", "memory_stats_as_nested_dict", "memory_summary",
     "pin_memory", "queue", "reset_accumulated_memory_stats", "reset_cpu_fallback_counts",
-    "reset_max_memory_allocated", "reset_peak_memory_stats", "reset_stats", "seed", "seed_all",
-    "set_allocator_settings", "set_cpu_fallback", "set_device", "set_per_process_memory_fraction",
-    "set_queue", "synchronize", "trace",
+    "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_memory_stats", "reset_stats",
+    "seed", "seed_all", "set_allocator_settings", "set_cpu_fallback", "set_device",
+    "set_per_process_memory_fraction", "set_queue", "set_rng_state", "set_rng_state_all", "set_stream",
+    "set_timing_only", "stream", "synchronize", "trace",
 ]

@@ -1,7 +1,7 @@
 """Graph fusion for inference: rewrites an unmodified model (torch.fx) to use the fused ops
 ``torch.ops.mlu.*`` (libmlu's fused kernels: fewer kernels, intermediates stay on chip)::
 
-    model = torchvision.models.resnet18().eval().to(torch_mlu.device())
+    model = torchvision.models.resnet18().eval().to("mlu")
     fused = torch_mlu.fuse(model)                 # an fx.GraphModule; `model` is left unchanged
     print(fused.fusion_matches)                   # {"conv_bn_act": 20, "linear_act": 0, "elementwise": 8}
     with torch.no_grad():
@@ -771,10 +771,10 @@ def fusion_compare(module, example_inputs, patterns=None, device=None):
     minimum DRAM bytes (every input read once, every output written once); kernel_launches:
     kernels launched; ops: the report's op table (calls, kernels, cycles, DRAM bytes). Runs under
     torch.no_grad(); the example inputs are uploaded before the measured forward."""
-    from . import device as _device
+    from . import _device_index
 
     patterns = _check_patterns(patterns)
-    dev = _device(device)
+    dev = torch.device("mlu", _device_index(device))
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     tensors = list(module.parameters()) + list(module.buffers())

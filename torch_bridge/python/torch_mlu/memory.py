@@ -5,6 +5,8 @@ PYTORCH_CUDA_ALLOC_CONF) or set_allocator_settings()."""
 import collections
 import json
 
+import torch
+
 from . import _C
 
 
@@ -89,6 +91,42 @@ def set_allocator_settings(conf):
     """Replaces the settings ("max_split_size_mb:128,garbage_collection_threshold:0.6,
     roundup_power2_divisions:4,caching:False"; "" = defaults). Turning caching off empties the cache."""
     _C.set_allocator_settings(conf)
+
+
+def memory_cached(device=None):
+    """Deprecated twin of torch.cuda.memory_cached: memory_reserved."""
+    return memory_reserved(device)
+
+
+def max_memory_cached(device=None):
+    """Deprecated twin of torch.cuda.max_memory_cached: max_memory_reserved."""
+    return max_memory_reserved(device)
+
+
+def reset_max_memory_cached(device=None):
+    """Deprecated twin of torch.cuda.reset_max_memory_cached: resets all peaks."""
+    reset_peak_memory_stats(device)
+
+
+def caching_allocator_alloc(size, device=None, stream=None):
+    """`size` bytes from the caching allocator on `device` for use on `stream` (default: the
+    current stream); returns the device address as an int (torch.cuda.caching_allocator_alloc)."""
+    from .streams import current_stream
+
+    index = _index(device)
+    if stream is None:
+        stream = current_stream(index)
+    if not isinstance(stream, torch.Stream):
+        raise TypeError("caching_allocator_alloc: stream must be a torch.mlu.Stream or None, got "
+                        f"{type(stream).__name__}")
+    if stream.device_index != index:
+        raise ValueError(f"caching_allocator_alloc: stream is on mlu:{stream.device_index}, not mlu:{index}")
+    return _C.caching_allocator_alloc(int(size), index, stream.stream_id)
+
+
+def caching_allocator_delete(mem_ptr):
+    """Gives back memory from caching_allocator_alloc (torch.cuda.caching_allocator_delete)."""
+    _C.caching_allocator_delete(int(mem_ptr))
 
 
 def memory_snapshot():

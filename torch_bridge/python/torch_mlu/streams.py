@@ -1,12 +1,18 @@
-"""Queues (CNRT's in-order streams; torch.cuda.Stream's twin) and notifiers (CNRT's events;
-torch.cuda.Event's twin). Times are simulated: Notifier.elapsed_time returns simulated
-milliseconds."""
+"""Streams (CNRT queues; torch.cuda.Stream's twin) and events (CNRT notifiers; torch.cuda.Event's
+twin). Both are torch.Stream / torch.Event subclasses: PyTorch 2 drives them through the
+backend's DeviceGuardImpl, so torch.Stream(device="mlu") and torch.Event(device="mlu") behave the
+same. Times are simulated: Event.elapsed_time returns simulated milliseconds.
 
-import contextlib
+Like torch.cuda.Stream, a new Stream comes from a per-device pool of 32 queues handed out round
+robin; the default stream (stream_id 0) is CNRT's NULL queue.
+"""
 
 import torch
 
 from . import _C
+
+# c10::DeviceType::PrivateUse1: the device_type torch.Stream stores for "mlu" streams.
+_DEVICE_TYPE_ID = 20
 
 
 def _index(device):
@@ -15,171 +21,117 @@ def _index(device):
     return _device_index(device)
 
 
-class Queue(torch._C.Stream):
+class Stream(torch.Stream):
     """An in-order queue of a simulated MLU, usable wherever torch takes a stream
-    (tensor.record_stream, `with queue:`).
-
-    Like torch.cuda.Stream, a new Queue comes from a per-device pool of 32 queues handed out
-    round robin; the default queue (CNRT's NULL queue) is default_queue().
-    """
+    (tensor.record_stream, `with stream:`, torch.mlu.stream(s))."""
 
     def __new__(cls, device=None, priority=0, **kwargs):
-        if "_cdata" in kwargs:
-            return super().__new__(cls, _cdata=kwargs["_cdata"])
+        if {"stream_id", "device_index", "device_type"} <= kwargs.keys():
+            return super().__new__(cls, stream_id=kwargs["stream_id"], device_index=kwargs["device_index"],
+                                   device_type=kwargs["device_type"])
         index = _index(device)
-        queue_id = kwargs.get("_queue_id")
-        if queue_id is None:
-            queue_id = _C.next_pool_queue_id(index)
-        return super().__new__(cls, _cdata=_C.pack_stream(index, queue_id))
+        return super().__new__(cls, stream_id=_C.next_pool_queue_id(index), device_index=index,
+                               device_type=_DEVICE_TYPE_ID)
 
-    @property
-    def _key(self):
-        return _C.unpack_stream(self._cdata)
-
-    @property
-    def device_index(self):
-        return self._key[0]
+    @classmethod
+    def _of(cls, index, queue_id):
+        return cls(stream_id=queue_id, device_index=index, device_type=_DEVICE_TYPE_ID)
 
     @property
     def queue_id(self):
-        """0 for the default queue, 1..32 for the pool queues."""
-        return self._key[1]
+        """0 for the default stream, 1..32 for the pool streams."""
+        return self.stream_id
 
     @property
     def cnrt_queue(self):
-        """The CNRT handle (cnrtQueue_t) as an integer; 0 for the default queue."""
-        return _C.queue_handle(*self._key)
+        """The CNRT handle (cnrtQueue_t) as an integer; 0 for the default stream."""
+        return _C.queue_handle(self.device_index, self.stream_id)
 
-    def query(self):
-        """True when all work queued so far has finished (by the caller's simulated clock)."""
-        return _C.query_queue(*self._key)
+    def wait_stream(self, stream):
+        """Work queued here from now on waits for the work queued on `stream` so far."""
+        self.wait_event(stream.record_event())
 
-    def synchronize(self):
-        """Waits until all work queued so far has finished."""
-        _C.synchronize_queue(*self._key)
+    def record_event(self, event=None):
+        """Records an event (a new one if None) on this stream and returns it."""
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
 
-    def wait_notifier(self, notifier):
-        """Work queued here from now on waits for the notifier's last record."""
-        notifier.wait(self)
+    def __repr__(self):
+        return f"<torch.mlu.Stream device=mlu:{self.device_index} stream_id={self.stream_id}>"
 
-    def wait_queue(self, queue):
-        """Work queued here from now on waits for the work queued on `queue` so far."""
-        self.wait_notifier(queue.record_notifier())
 
-    def record_notifier(self, notifier=None):
-        """Records a notifier (a new one if None) on this queue and returns it."""
-        if notifier is None:
-            notifier = Notifier()
-        notifier.record(self)
-        return notifier
+class _EventMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Event) and obj.device.type == "mlu"
+
+
+class Event(metaclass=_EventMeta):
+    """A CNRT notifier: torch.mlu.Event(...) makes a torch.Event of device "mlu" (torch's Event
+    methods check for that exact type, so no subclass is made; isinstance(e, torch.mlu.Event) is
+    true for every "mlu" event). elapsed_time() is in simulated milliseconds and needs
+    enable_timing=True; simulated waits always block the calling thread (blocking is accepted
+    for compatibility). record()/wait() default to the current stream."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        if interprocess:
+            raise ValueError("torch.mlu.Event: interprocess events are not simulated")
+        return torch.Event(device="mlu", enable_timing=enable_timing, blocking=blocking)
+
+
+def current_stream(device=None):
+    """The calling thread's current stream on the device (torch.cuda.current_stream)."""
+    index = _index(device)
+    return Stream._of(index, _C.current_queue_id(index))
+
+
+def default_stream(device=None):
+    """The device's default stream (CNRT's NULL queue; torch.cuda.default_stream)."""
+    return Stream._of(_index(device), 0)
+
+
+def set_stream(stream):
+    """Makes `stream` current on its device for the calling thread (torch.cuda.set_stream)."""
+    if stream is None:
+        return
+    _C.set_current_queue_id(stream.device_index, stream.stream_id)
+
+
+class StreamContext:
+    """Context manager making a stream current on its device, and its device current
+    (torch.cuda.StreamContext); None does nothing."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self._saved = None
 
     def __enter__(self):
-        index, _ = self._key
-        self._saved = (_C.current_device(), _C.current_queue_id(index))
+        if self.stream is None:
+            return None
+        index = self.stream.device_index
+        self._saved = (_C.current_device(), index, _C.current_queue_id(index))
         _C.set_device(index)
-        _C.set_current_queue_id(index, self.queue_id)
-        return self
+        _C.set_current_queue_id(index, self.stream.stream_id)
+        return self.stream
 
     def __exit__(self, *exc):
-        device, queue_id = self._saved
-        _C.set_current_queue_id(self.device_index, queue_id)
-        _C.set_device(device)
+        if self._saved is not None:
+            device, index, queue_id = self._saved
+            _C.set_current_queue_id(index, queue_id)
+            _C.set_device(device)
         return False
 
-    def __eq__(self, other):
-        return isinstance(other, torch._C.Stream) and self._cdata == other._cdata
 
-    def __hash__(self):
-        return hash(self._cdata)
-
-    def __repr__(self):
-        return f"<torch_mlu.Queue device={self.device} queue_id={self.queue_id}>"
+def stream(stream):
+    """torch.cuda.stream: `with torch.mlu.stream(s): ...` runs the block's work on `s`."""
+    return StreamContext(stream)
 
 
-def current_queue(device=None):
-    """The calling thread's current queue on the device (torch.cuda.current_stream)."""
-    index = _index(device)
-    return Queue(_cdata=_C.pack_stream(index, _C.current_queue_id(index)))
-
-
-def default_queue(device=None):
-    """The device's default queue (CNRT's NULL queue; torch.cuda.default_stream)."""
-    return Queue(_cdata=_C.pack_stream(_index(device), 0))
-
-
-def set_queue(queue):
-    """Makes `queue` current on its device for the calling thread (torch.cuda.set_stream)."""
-    _C.set_current_queue_id(queue.device_index, queue.queue_id)
-
-
-@contextlib.contextmanager
-def queue(q):
-    """Context manager making queue `q` current (torch.cuda.stream); None does nothing."""
-    if q is None:
-        yield
-        return
-    with q:
-        yield q
-
-
-class Notifier:
-    """A CNRT notifier (torch.cuda.Event's twin). It is created on the device of the queue it is
-    first recorded on. elapsed_time() is in simulated milliseconds and needs enable_timing=True."""
-
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        if interprocess:
-            raise ValueError("interprocess notifiers are not simulated")
-        self.enable_timing = enable_timing
-        self.blocking = blocking  # simulated waits always block the caller
-        self._handle = 0
-        self._device = None
-
-    def record(self, queue=None):
-        """Places the notifier on `queue` (default: the current queue)."""
-        if queue is None:
-            queue = current_queue()
-        index, queue_id = queue._key
-        if self._handle == 0:
-            self._handle = _C.notifier_create(index, self.enable_timing)
-            self._device = index
-        elif self._device != index:
-            raise RuntimeError(
-                f"notifier of device {self._device} cannot be recorded on a queue of device {index}")
-        _C.notifier_record(self._handle, index, queue_id)
-
-    def wait(self, queue=None):
-        """Work queued on `queue` (default: current) from now on waits for the last record."""
-        if queue is None:
-            queue = current_queue()
-        if self._handle:
-            _C.queue_wait_notifier(queue.device_index, queue.queue_id, self._handle)
-
-    def query(self):
-        """True if the last record has completed (or the notifier was never recorded)."""
-        return True if not self._handle else _C.notifier_query(self._handle)
-
-    def synchronize(self):
-        """Blocks until the last record has completed."""
-        if self._handle:
-            _C.notifier_synchronize(self._handle)
-
-    def elapsed_time(self, end):
-        """Simulated milliseconds between this notifier's and `end`'s completion."""
-        if not self._handle or not end._handle:
-            raise RuntimeError("elapsed_time: both notifiers must be recorded first")
-        return _C.notifier_elapsed_ms(self._handle, end._handle)
-
-    @property
-    def device(self):
-        from . import DEVICE_TYPE
-
-        return None if self._device is None else torch.device(DEVICE_TYPE, self._device)
-
-    def __del__(self):
-        handle = getattr(self, "_handle", 0)
-        if handle and _C is not None:
-            _C.notifier_destroy(handle)
-
-    def __repr__(self):
-        state = "unrecorded" if not self._handle else f"device={self._device}"
-        return f"<torch_mlu.Notifier {state} enable_timing={self.enable_timing}>"
+# The names mlusim used before torch 2 (CNRT's words).
+Queue = Stream
+Notifier = Event
+current_queue = current_stream
+default_queue = default_stream
+set_queue = set_stream
+queue = stream

@@ -158,7 +158,8 @@ std::vector<std::pair<std::string, std::int64_t>> DeviceStats::flatten() const {
       {"allocation", &allocation},           {"segment", &segment},
       {"active", &active},                   {"inactive_split", &inactive_split},
       {"allocated_bytes", &allocated_bytes}, {"reserved_bytes", &reserved_bytes},
-      {"active_bytes", &active_bytes},       {"inactive_split_bytes", &inactive_split_bytes}};
+      {"active_bytes", &active_bytes},       {"inactive_split_bytes", &inactive_split_bytes},
+      {"requested_bytes", &requested_bytes}};
   const char* pools[kStatTypeCount] = {"all", "small_pool", "large_pool"};
   for (const auto& [name, array] : arrays)
     for (std::size_t t = 0; t < kStatTypeCount; ++t) add(std::string(name) + "." + pools[t], (*array)[t]);

@@ -79,6 +79,7 @@ struct Block : bi::set_base_hook<> {
   cnrtQueue_t queue;                  // the queue it was allocated on
   std::set<cnrtQueue_t> stream_uses;  // other queues it is used on (record_stream)
   std::size_t size;
+  std::size_t requested_size = 0;     // the caller's size while allocated (requested_bytes)
   BlockPool* pool;
   char* ptr;
   std::uint64_t generation;
@@ -494,11 +495,13 @@ struct CachingAllocator::Impl {
       update(ds.stats.inactive_split, pool, -1);
     }
     block->allocated = true;
+    block->requested_size = orig_size;
     block->queue = queue;
     ds.active_blocks.insert(block);
     allocated[addr(block->ptr)] = block;
     update(ds.stats.allocation, pool, 1);
     update(ds.stats.allocated_bytes, pool, static_cast<std::int64_t>(block->size));
+    update(ds.stats.requested_bytes, pool, static_cast<std::int64_t>(orig_size));
     update(ds.stats.active, pool, 1);
     update(ds.stats.active_bytes, pool, static_cast<std::int64_t>(block->size));
     if (block->size >= cfg.max_split_size) {
@@ -515,6 +518,8 @@ struct CachingAllocator::Impl {
     block->allocated = false;
     update(ds.stats.allocation, *block->pool, -1);
     update(ds.stats.allocated_bytes, *block->pool, -static_cast<std::int64_t>(block->size));
+    update(ds.stats.requested_bytes, *block->pool, -static_cast<std::int64_t>(block->requested_size));
+    block->requested_size = 0;
     if (block->oversize) {
       block->oversize = false;
       ds.stats.oversize_allocations.update(-1);
@@ -613,7 +618,7 @@ namespace {
 template <class F>
 void for_each_stat(DeviceStats& s, F f) {
   for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes})
+                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     for (Stat& st : *a) f(st);
   f(s.oversize_allocations);
   f(s.oversize_segments);

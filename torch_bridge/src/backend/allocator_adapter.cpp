@@ -1,11 +1,13 @@
-// The c10::Allocator of PrivateUse1 over the caching allocator core (CUDA twin:
-// c10/cuda/CUDACachingAllocator.cpp's NativeCachingAllocator), the pinned host allocator over
-// cnrtHostMalloc (CUDA twin: at::cuda::getPinnedMemoryAllocator), and the memory part of api.h.
-// c10 headers only.
+// The c10::DeviceAllocator of PrivateUse1 over the caching allocator core (CUDA twin:
+// c10/cuda/CUDACachingAllocator.cpp's NativeCachingAllocator; as a DeviceAllocator it also serves
+// torch.accelerator's memory API: empty_cache, memory_stats, reset_*_memory_stats,
+// get_memory_info), the pinned host allocator over cnrtHostMalloc (CUDA twin:
+// at::cuda::getPinnedMemoryAllocator), and the memory part of api.h. c10 headers only.
 #include <atomic>
 #include <mutex>
 
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/Exception.h>
 #include <mlusim_ext.h>
 #include <nlohmann/json.hpp>
@@ -34,8 +36,25 @@ CachingAllocator& allocator_or_torch_error() {
   }
 }
 
-struct DeviceAllocator final : public c10::Allocator {
-  c10::DataPtr allocate(std::size_t n) const override {
+// CachingAllocator's statistics in c10's structure (the same fields, CUDA's meaning).
+c10::CachingAllocator::Stat to_c10(const Stat& s) {
+  c10::CachingAllocator::Stat r;
+  r.current = s.current;
+  r.peak = s.peak;
+  r.allocated = s.allocated;
+  r.freed = s.freed;
+  return r;
+}
+c10::CachingAllocator::StatArray to_c10(const StatArray& a) {
+  c10::CachingAllocator::StatArray r;
+  for (std::size_t i = 0; i < a.size(); ++i) r[i] = to_c10(a[i]);
+  return r;
+}
+
+int checked_device(int device);
+
+struct MluDeviceAllocator final : public c10::DeviceAllocator {
+  c10::DataPtr allocate(std::size_t n) override {
     CachingAllocator& a = allocator_or_torch_error();
     const int device = current_device();
     CachingAllocator::Allocation block;
@@ -53,6 +72,61 @@ struct DeviceAllocator final : public c10::Allocator {
   }
   // raw_allocate/raw_deallocate need context == pointer, which these blocks do not have.
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  // Storage clones (Allocator::clone): a device-to-device copy on the current queue, waited for.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    if (count == 0) return;
+    check_cnrt(cnrtMemcpy(dest, const_cast<void*>(src), count, cnrtMemcpyDevToDev), "cnrtMemcpy (device to device)");
+  }
+
+  bool initialized() override { return caching_allocator_if_created() != nullptr; }
+  void emptyCache(c10::MempoolId_t mempool_id) override {
+    TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0, "the MLU caching allocator has no private memory pools");
+    empty_cache();
+  }
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override { record_stream(ptr, stream); }
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    const DeviceStats s = with_torch_errors([&] { return caching_allocator().stats(checked_device(device)); });
+    c10::CachingDeviceAllocator::DeviceStats r;
+    r.allocation = to_c10(s.allocation);
+    r.segment = to_c10(s.segment);
+    r.active = to_c10(s.active);
+    r.inactive_split = to_c10(s.inactive_split);
+    r.allocated_bytes = to_c10(s.allocated_bytes);
+    r.reserved_bytes = to_c10(s.reserved_bytes);
+    r.active_bytes = to_c10(s.active_bytes);
+    r.inactive_split_bytes = to_c10(s.inactive_split_bytes);
+    r.requested_bytes = to_c10(s.requested_bytes);
+    r.oversize_allocations = to_c10(s.oversize_allocations);
+    r.oversize_segments = to_c10(s.oversize_segments);
+    r.num_alloc_retries = s.num_alloc_retries;
+    r.num_ooms = s.num_ooms;
+    r.num_device_alloc = s.num_device_alloc;
+    r.num_device_free = s.num_device_free;
+    r.max_split_size = s.max_split_size;
+    return r;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    with_torch_errors([&] { reset_accumulated_memory_stats(device); });
+  }
+  void resetPeakStats(c10::DeviceIndex device) override {
+    with_torch_errors([&] { reset_peak_memory_stats(device); });
+  }
+  std::pair<std::size_t, std::size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    return with_torch_errors([&] { return mem_get_info(device); });
+  }
+
+ private:
+  // api.h calls throw std exceptions; torch's callers expect c10::Error.
+  template <typename F>
+  static auto with_torch_errors(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      C10_THROW_ERROR(Error, e.what());
+    }
+  }
 };
 
 void free_pinned(void* ptr) {
@@ -60,7 +134,7 @@ void free_pinned(void* ptr) {
 }
 
 struct PinnedHostAllocator final : public c10::Allocator {
-  c10::DataPtr allocate(std::size_t n) const override {
+  c10::DataPtr allocate(std::size_t n) override {
     ensure_started();
     void* ptr = nullptr;
     if (n > 0) {
@@ -70,9 +144,12 @@ struct PinnedHostAllocator final : public c10::Allocator {
     return {ptr, ptr, &free_pinned, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 };
 
-DeviceAllocator g_device_allocator;
+MluDeviceAllocator g_device_allocator;
 PinnedHostAllocator g_pinned_allocator;
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_device_allocator);
@@ -169,6 +246,16 @@ std::string memory_snapshot_json() {
                         {"blocks", blocks}});
   }
   return segments.dump();
+}
+
+std::uintptr_t caching_allocator_alloc(std::size_t size, int device, std::int64_t queue_id) {
+  device = checked_device(device);
+  return reinterpret_cast<std::uintptr_t>(caching_allocator().malloc(device, size, queue_handle(device, queue_id)));
+}
+
+void caching_allocator_delete(std::uintptr_t ptr) {
+  if (ptr == 0) return;
+  caching_allocator().free(reinterpret_cast<void*>(ptr));
 }
 
 std::pair<std::size_t, std::size_t> mem_get_info(int device) {

@@ -54,7 +54,7 @@ bool fallback_enabled() {
 void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = c10::toString(op.schema().operator_name());
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_enabled(), "op ", name,
-                              " has no kernel for device mlu (privateuseone); set TORCH_MLU_CPU_FALLBACK=1 / "
+                              " has no kernel for device mlu; set TORCH_MLU_CPU_FALLBACK=1 / "
                               "torch_mlu.set_cpu_fallback(True) to run it on the CPU");
   bool warn = false;
   {
@@ -63,7 +63,7 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     warn = g_warned.insert(name).second;
   }
   if (warn)
-    TORCH_WARN("op ", name, " has no kernel for device mlu (privateuseone) and runs on the CPU (CPU fallback is on); "
+    TORCH_WARN("op ", name, " has no kernel for device mlu and runs on the CPU (CPU fallback is on); "
                "its time is not simulated. This warning is shown once per op.");
   at::native::cpu_fallback(op, stack);
 }
@@ -107,26 +107,6 @@ at::Tensor view(const at::Tensor& buffer, at::IntArrayRef sizes, at::IntArrayRef
 }
 
 void copy(const at::Tensor& dst, const at::Tensor& src) { const_cast<at::Tensor&>(dst).copy_(src); }
-
-at::Tensor pin(const at::Tensor& self) {
-  TORCH_CHECK(self.device().is_cpu(), "pin_memory: expected a CPU tensor, got one on ", self.device());
-  const bool dense = self.is_non_overlapping_and_dense();
-  std::vector<int64_t> strides = self.strides().vec();
-  if (!dense) {  // pack it: row-major strides
-    int64_t stride = 1;
-    for (std::size_t i = strides.size(); i-- > 0;) {
-      strides[i] = stride;
-      stride *= std::max<int64_t>(self.size(static_cast<int64_t>(i)), 1);
-    }
-  }
-  c10::Storage storage(c10::Storage::use_byte_size_t(),
-                       at::detail::computeStorageNbytes(self.sizes(), strides, self.dtype().itemsize()),
-                       pinned_host_allocator(), /*resizable=*/false);
-  at::Tensor pinned(at::detail::empty_cpu({0}, self.scalar_type()));
-  pinned.set_(storage, 0, self.sizes(), strides);
-  pinned.copy_(self);
-  return pinned;
-}
 
 }  // namespace host
 

@@ -1,5 +1,5 @@
 // The host halves of transfers. Implemented in fallback.cpp, the only file of the bridge that
-// calls CPU operators: everything here works on CPU tensors (staging host data for a copy, pinning).
+// calls CPU operators: everything here works on CPU tensors (staging host data for a copy).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -15,7 +15,5 @@ at::Tensor empty_strided(at::IntArrayRef sizes, at::IntArrayRef strides, at::Sca
 at::Tensor view(const at::Tensor& buffer, at::IntArrayRef sizes, at::IntArrayRef strides, std::int64_t storage_offset);
 // dst.copy_(src) for CPU tensors.
 void copy(const at::Tensor& dst, const at::Tensor& src);
-// A copy of CPU tensor `self` in pinned host memory (same sizes and strides where dense).
-at::Tensor pin(const at::Tensor& self);
 
 }  // namespace mlusim::bridge::host

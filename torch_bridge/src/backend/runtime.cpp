@@ -1,7 +1,7 @@
 // The device side of the backend: c10's DeviceGuardImplInterface for PrivateUse1 (CUDA twin:
 // c10/cuda/impl/CUDAGuardImpl.h), devices = CNRT devices, c10 streams = CNRT queues (CUDA twin:
 // c10/cuda/CUDAStream.cpp's pools), events = CNRT notifiers; device generators; config reloads;
-// fork and exit handling. c10 headers only.
+// fork and exit handling. c10 headers only. The device generators are in generator.cpp.
 #include <pthread.h>
 
 #include <array>
@@ -10,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <c10/core/DeviceCapability.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <mlusim_ext.h>
@@ -60,35 +61,14 @@ std::mutex g_queue_mu;
 std::vector<std::array<cnrtQueue_t, kQueuePoolSize>> g_pool;
 std::vector<std::uint32_t> g_pool_next;
 
-// Device generators.
-struct Generator {
-  std::uint64_t seed = kDefaultSeed;
-  std::uint64_t offset = 0;
-};
-std::mutex g_gen_mu;
-std::vector<Generator> g_generators;
-std::uint64_t g_global_seed = kDefaultSeed;
-
-Generator& generator(int device) {
-  if (device < 0) throw std::invalid_argument("invalid MLU device " + std::to_string(device));
-  if (g_generators.size() <= static_cast<std::size_t>(device)) {
-    const std::size_t old = g_generators.size();
-    g_generators.resize(static_cast<std::size_t>(device) + 1);
-    for (std::size_t i = old; i < g_generators.size(); ++i) g_generators[i].seed = g_global_seed;
-  }
-  return g_generators[static_cast<std::size_t>(device)];
-}
-
 // ---- fork and exit --------------------------------------------------------------------------
 
 void on_fork_prepare() {
   if (CachingAllocator* a = caching_allocator_if_created()) a->lock();
   g_queue_mu.lock();
-  g_gen_mu.lock();
 }
 
 void on_fork_parent() {
-  g_gen_mu.unlock();
   g_queue_mu.unlock();
   if (CachingAllocator* a = caching_allocator_if_created()) a->unlock();
 }
@@ -97,7 +77,6 @@ void on_fork_parent() {
 // state exists there. Device tensors inherited from the parent become stale (freeing them is a
 // no-op; reading them is an error from the driver).
 void on_fork_child() {
-  g_gen_mu.unlock();
   g_queue_mu.unlock();
   if (CachingAllocator* a = caching_allocator_if_created()) {
     a->unlock();
@@ -160,6 +139,10 @@ struct MluGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(device)),
                        next_pool_queue_id(device));
   }
+  // torch.Stream(device="mlu") / torch.accelerator: a pool queue, as CUDA's getNewStream hands out
+  // its pool streams (priorities are accepted and ignored: CNRT queues have none).
+  c10::Stream getNewStream(c10::Device d, int /*priority*/) const override { return getStreamFromGlobalPool(d, false); }
+  void* getStreamNativeHandle(const c10::Stream s) const override { return queue_of(s); }
   c10::Stream exchangeStream(c10::Stream s) const noexcept override {
     const c10::Stream old = getStream(s.device());
     try {
@@ -199,7 +182,41 @@ struct MluGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       rethrow_as_torch(e);
     }
   }
+  void synchronizeEvent(void* event) const override {
+    if (!event) return;
+    try {
+      notifier_synchronize(reinterpret_cast<std::uintptr_t>(event));
+    } catch (const std::exception& e) {
+      rethrow_as_torch(e);
+    }
+  }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
+    TORCH_CHECK(start && end, "elapsed_time: both events must be recorded first");
+    try {
+      return notifier_elapsed_ms(reinterpret_cast<std::uintptr_t>(start), reinterpret_cast<std::uintptr_t>(end));
+    } catch (const std::exception& e) {
+      rethrow_as_torch(e);
+    }
+  }
+  void synchronizeDevice(const c10::DeviceIndex device_index) const override {
+    try {
+      synchronize(device_index);
+    } catch (const std::exception& e) {
+      rethrow_as_torch(e);
+    }
+  }
   c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count()); }
+  // The dtypes device tensors may have: the VFU/TFU dtypes (fp32, fp16, int32, int8, bool), int64
+  // (narrowed to int32 with a range check), float64 (storage, copies and casts) and the other
+  // integer types ops cast through. No bfloat16 on the MLU300 class, no complex, no quantized.
+  c10::DeviceCapability getDeviceCapability(c10::Device /*d*/) const override {
+    c10::DeviceCapability cap;
+    cap.capability_data.capability_bits = 0;
+    auto& t = cap.capability_data.supported_scalar_types;
+    t.has_Byte = t.has_Char = t.has_Short = t.has_Int = t.has_Long = 1;
+    t.has_Half = t.has_Float = t.has_Double = t.has_Bool = 1;
+    return cap;
+  }
   bool queryStream(const c10::Stream& stream) const override {
     try {
       return query_queue(stream.device_index(), stream.id());
@@ -274,7 +291,7 @@ void reset_runtime_state() {
 [[noreturn]] void throw_cnrt_error(cnrtRet_t ret, const char* what) { C10_THROW_ERROR(Error, cnrt_message(ret, what)); }
 
 cnrtQueue_t queue_of(const c10::Stream& stream) {
-  TORCH_CHECK(stream.device_type() == kDeviceType, "queue_of: ", stream, " is not a stream of the MLU (privateuseone)");
+  TORCH_CHECK(stream.device_type() == kDeviceType, "queue_of: ", stream, " is not a stream of the MLU");
   try {
     return queue_handle(stream.device_index(), stream.id());
   } catch (const std::exception& e) {
@@ -386,16 +403,6 @@ cnrtQueue_t queue_handle(int device, std::int64_t id) {
   return q;
 }
 
-std::uint64_t pack_stream(int device, std::int64_t id) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(device)), id).pack();
-}
-
-std::pair<int, std::int64_t> unpack_stream(std::uint64_t packed) {
-  const c10::Stream s = c10::Stream::unpack(packed);
-  if (s.device_type() != kDeviceType) throw std::invalid_argument("not a stream of the MLU (privateuseone)");
-  return {s.device_index(), s.id()};
-}
-
 bool query_queue(int device, std::int64_t id) {
   device = resolve(device);
   cnrtQueue_t q = queue_handle(device, id);
@@ -470,35 +477,6 @@ void queue_wait_notifier(int device, std::int64_t queue_id, std::uintptr_t notif
   cnrtQueue_t q = queue_handle(device, queue_id);
   ScopedDevice scope(device);
   check(cnrtQueueWaitNotifier(reinterpret_cast<cnrtNotifier_t>(notifier), q, 0), "cnrtQueueWaitNotifier");
-}
-
-// ---- api.h: random ----------------------------------------------------------------------------
-
-void manual_seed(std::uint64_t seed) {
-  std::lock_guard<std::mutex> lock(g_gen_mu);
-  g_global_seed = seed;
-  for (Generator& g : g_generators) g = Generator{seed, 0};
-}
-
-void manual_seed_device(int device, std::uint64_t seed) {
-  device = resolve(device);
-  std::lock_guard<std::mutex> lock(g_gen_mu);
-  generator(device) = Generator{seed, 0};
-}
-
-std::uint64_t initial_seed(int device) {
-  device = resolve(device);
-  std::lock_guard<std::mutex> lock(g_gen_mu);
-  return generator(device).seed;
-}
-
-std::pair<std::uint64_t, std::uint64_t> reserve_random(int device, std::uint64_t count) {
-  device = resolve(device);
-  std::lock_guard<std::mutex> lock(g_gen_mu);
-  Generator& g = generator(device);
-  const std::uint64_t first = g.offset;
-  g.offset += count;
-  return {g.seed, first};
 }
 
 // ---- api.h: configs ---------------------------------------------------------------------------

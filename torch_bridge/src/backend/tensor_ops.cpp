@@ -155,9 +155,9 @@ void device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking) {
 // _copy_from(self=src, dst): copy_ sends every copy that involves this device here.
 Tensor mlu_copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.layout() == at::kStrided && dst.layout() == at::kStrided, "aten::_copy_from: only strided tensors "
-              "can be copied to or from device mlu (privateuseone), got ", self.layout(), " and ", dst.layout());
+              "can be copied to or from device mlu, got ", self.layout(), " and ", dst.layout());
   TORCH_CHECK(!self.is_complex() && !dst.is_complex(), "aten::_copy_from: complex tensors are not supported on device "
-              "mlu (privateuseone)");
+              "mlu");
   if (dst.numel() == 0) return dst;
   if (is_device(self) && is_device(dst)) {
     // torch's copy_ rules (TensorIterator): a destination that overlaps itself or partly
@@ -170,7 +170,7 @@ Tensor mlu_copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   } else if (is_device(dst)) {
     host_to_device(self, dst, non_blocking);
   } else {
-    TORCH_CHECK(is_device(self), "aten::_copy_from: neither tensor is on device mlu (privateuseone)");
+    TORCH_CHECK(is_device(self), "aten::_copy_from: neither tensor is on device mlu");
     device_to_host(self.sizes() == dst.sizes() ? self : self.expand(dst.sizes()), dst, non_blocking);
   }
   return dst;
@@ -184,9 +184,9 @@ Tensor mlu_copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 // ---- creation --------------------------------------------------------------------------------------
 
 void check_options(c10::optional<at::Layout> layout, c10::optional<bool> pin_memory) {
-  TORCH_CHECK(!layout || *layout == at::kStrided, "device mlu (privateuseone) supports strided tensors only, got ",
+  TORCH_CHECK(!layout || *layout == at::kStrided, "device mlu supports strided tensors only, got ",
               *layout);
-  TORCH_CHECK(!pin_memory || !*pin_memory, "pin_memory=True applies to CPU tensors, not to device mlu (privateuseone)");
+  TORCH_CHECK(!pin_memory || !*pin_memory, "pin_memory=True applies to CPU tensors, not to device mlu");
 }
 
 c10::Device target_device(c10::optional<c10::Device> device) {
@@ -213,24 +213,11 @@ Tensor mlu_empty_strided(IntArrayRef size, IntArrayRef stride, c10::optional<at:
 
 // ---- resize and set_ ----------------------------------------------------------------------------------
 
-// Grows the storage to `size` bytes, keeping its contents (CUDA's resize_bytes_cuda).
-void resize_bytes(c10::StorageImpl* storage, std::size_t size) {
-  TORCH_CHECK(storage->resizable(), "Trying to resize storage that is not resizable");
-  const c10::DeviceGuard guard(storage->device());
-  c10::DataPtr data = device_allocator()->allocate(size);
-  const std::size_t keep = std::min(size, storage->nbytes());
-  if (keep > 0 && storage->data())
-    check_cnrt(cnrtMemcpyAsync(data.get(), storage->data(), keep, current_queue(), cnrtMemcpyDevToDev),
-               "cnrtMemcpyAsync (resize)");
-  storage->set_data_ptr_noswap(std::move(data));
-  storage->set_nbytes(size);
-}
-
 void maybe_resize_storage(c10::TensorImpl* self, std::size_t new_size_bytes) {
   if (new_size_bytes == 0) return;
   const c10::Storage& storage = self->unsafe_storage();
   TORCH_CHECK(storage, "resize_: the tensor has no storage");
-  if (new_size_bytes > storage.nbytes()) resize_bytes(storage.unsafeGetStorageImpl(), new_size_bytes);
+  if (new_size_bytes > storage.nbytes()) resize_storage_bytes(storage.unsafeGetStorageImpl(), new_size_bytes);
 }
 
 void resize_impl(c10::TensorImpl* self, IntArrayRef size, at::OptionalIntArrayRef stride) {
@@ -249,7 +236,6 @@ void resize_impl(c10::TensorImpl* self, IntArrayRef size, at::OptionalIntArrayRe
 }
 
 const Tensor& mlu_resize_(const Tensor& self, IntArrayRef size, c10::optional<at::MemoryFormat> memory_format) {
-  TORCH_CHECK(!self.has_names(), "resize_: named tensors are not supported on device mlu (privateuseone)");
   for (const int64_t s : size) TORCH_CHECK(s >= 0, "resize_: negative size in ", size);
   resize_impl(self.unsafeGetTensorImpl(), size, c10::nullopt);
   if (memory_format) {
@@ -346,8 +332,6 @@ Tensor& mlu_zero_(Tensor& self) {
 
 // ---- pinned memory, streams -----------------------------------------------------------------------------
 
-Tensor mlu_pin_memory(const Tensor& self, c10::optional<c10::Device> /*device*/) { return host::pin(self); }
-
 bool mlu_is_pinned(const Tensor& self, c10::optional<c10::Device> /*device*/) {
   return self.device().is_cpu() && is_pinned_host_pointer(self.storage().data());
 }
@@ -377,11 +361,24 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("record_stream", TORCH_FN(mlu_record_stream));
 }
 
-// 1.13 computes the dispatch key of _pin_memory / is_pinned from their `device` argument
-// (BackendSelect): t.pin_memory("privateuseone") lands here with a CPU tensor.
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_pin_memory", TORCH_FN(mlu_pin_memory));
-  m.impl("is_pinned", TORCH_FN(mlu_is_pinned));
+// Pinning CPU tensors goes through the hooks' pinned allocator (hooks.cpp); is_pinned of a device
+// tensor is false, as CUDA's.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("is_pinned", TORCH_FN(mlu_is_pinned)); }
+
+// ---- device.h ----------------------------------------------------------------------------------
+
+// Grows the storage to `size` bytes, keeping its contents (CUDA's resize_bytes_cuda).
+void resize_storage_bytes(c10::StorageImpl* storage, std::size_t size) {
+  TORCH_CHECK(storage->resizable(), "Trying to resize storage that is not resizable");
+  const c10::DeviceGuard guard(storage->device());
+  c10::DataPtr data = device_allocator()->allocate(size);
+  const std::size_t keep = std::min(size, storage->nbytes());
+  if (keep > 0 && storage->data())
+    check_cnrt(cnrtMemcpyAsync(data.get(), const_cast<void*>(storage->data()), keep, current_queue(), cnrtMemcpyDevToDev),
+               "cnrtMemcpyAsync (resize)");
+  storage->set_data_ptr_noswap(std::move(data));
+  storage->set_nbytes(size);
 }
+
 
 }  // namespace mlusim::bridge

@@ -46,7 +46,7 @@ int to_int(std::int64_t v, const char* op, const char* what) {
 mlu::ConvParams conv_params(const char* op, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                             std::int64_t groups) {
   TORCH_CHECK_NOT_IMPLEMENTED(stride.size() == 2 && padding.size() == 2 && dilation.size() == 2, op,
-                              ": only 1-d and 2-d convolutions are supported on device mlu (privateuseone) (libmlu "
+                              ": only 1-d and 2-d convolutions are supported on device mlu (libmlu"
                               "conv2d), got ", stride.size(), " spatial dims");
   for (std::size_t i = 0; i < 2; ++i) {
     TORCH_CHECK(stride[i] >= 1, op, ": stride must be positive, got ", stride);
@@ -71,7 +71,7 @@ void check_tensors(const OpScope& op, const Tensor& input, const Tensor& weight,
   check_on_device(input, op.device(), op.name(), input_name);
   check_on_device(weight, op.device(), op.name(), "weight");
   TORCH_CHECK_NOT_IMPLEMENTED(input.dim() == 4 && weight.dim() == 4, op.name(), ": only 1-d and 2-d convolutions are "
-                              "supported on device mlu (privateuseone) (libmlu conv2d), got ", input_name, " ",
+                              "supported on device mlu (libmlu conv2d), got ", input_name, " ",
                               input.sizes(), " and weight ", weight.sizes());
   TORCH_CHECK(input.scalar_type() == weight.scalar_type(), op.name(), ": Input type (", input.scalar_type(),
               ") and weight type (", weight.scalar_type(), ") should be the same");
@@ -81,7 +81,7 @@ void check_tensors(const OpScope& op, const Tensor& input, const Tensor& weight,
                 ") and bias type (", bias->scalar_type(), ") should be the same");
   }
   TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() == at::kFloat || input.scalar_type() == at::kHalf, op.name(),
-                              ": dtype ", input.scalar_type(), " is not supported on device mlu (privateuseone) "
+                              ": dtype ", input.scalar_type(), " is not supported on device mlu"
                               "(libmlu conv2d takes float32 and float16)");
 }
 
@@ -182,7 +182,7 @@ std::int64_t transposed_size(std::int64_t in, std::int64_t k, std::int64_t out_p
 
 void check_output_padding(const char* op, IntArrayRef output_padding, bool transposed, const mlu::ConvParams& p) {
   TORCH_CHECK_NOT_IMPLEMENTED(output_padding.size() == 2 || output_padding.empty(), op,
-                              ": only 1-d and 2-d convolutions are supported on device mlu (privateuseone)");
+                              ": only 1-d and 2-d convolutions are supported on device mlu");
   for (std::size_t i = 0; i < output_padding.size(); ++i) {
     const std::int64_t op_i = output_padding[i];
     if (!transposed) {

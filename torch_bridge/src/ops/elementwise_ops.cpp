@@ -113,7 +113,7 @@ Operand operand(const char* name, const Tensor& t, const c10::Device& device, co
 c10::Device pick_device(const char* name, std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors)
     if (t && is_dev(*t)) return t->device();
-  TORCH_CHECK(false, name, ": expected at least one tensor on device mlu (privateuseone)");
+  TORCH_CHECK(false, name, ": expected at least one tensor on device mlu");
 }
 
 // The broadcast shape of `shapes`, or an error naming the op (torch's wording).
@@ -199,8 +199,8 @@ mlu::TensorDesc copy_desc(const Tensor& t, ScalarType other, const char* name) {
         default: break;
       }
     }
-    TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": copying ", other, " to ", s, " (or back) is not supported on device mlu "
-                                "(privateuseone): libmlu copy_strided converts float32, float16, float64, int8, int32, "
+    TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": copying ", other, " to ", s, " (or back) is not supported on device mlu"
+                                ": libmlu copy_strided converts float32, float16, float64, int8, int32, "
                                 "int64 and bool (other dtypes copy only to their own dtype)");
   }
   return desc(t, name);
@@ -229,8 +229,7 @@ Tensor writable_view(const Tensor& t) {
 
 // A 0-dim device tensor of dtype `dtype` holding `value`'s bytes, uploaded from the host.
 Tensor upload_element(const Scalar& value, ScalarType dtype, const c10::Device& device, const char* name) {
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(dtype), name, ": complex tensors are not supported on device mlu "
-                              "(privateuseone)");
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(dtype), name, ": complex tensors are not supported on device mlu");
   alignas(16) unsigned char buf[16] = {0};
   AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBool, at::kBFloat16, dtype, "mlu_upload_element", [&] {
     const scalar_t v = value.to<scalar_t>();
@@ -318,7 +317,7 @@ void binary_kernel(OpScope& op, BinaryOp bop, const Operand& a, const Operand& b
   const char* n = op.name();
   const bool scaled = bop == BinaryOp::kAdd || bop == BinaryOp::kSub;
   if (!scaled) alpha = 1.0;
-  TORCH_CHECK(!(a.host() && b.host()), n, ": expected at least one input on device mlu (privateuseone)");
+  TORCH_CHECK(!(a.host() && b.host()), n, ": expected at least one input on device mlu");
   if (!a.host() && !b.host()) {
     op.check(mlu::binary(op.handle(), bop, desc(a.t, n), a.t.data_ptr(), desc(b.t, n), b.t.data_ptr(), desc(y, n),
                          y.data_ptr(), alpha),
@@ -398,8 +397,8 @@ void check_rounding_mode(const char* name, c10::optional<c10::string_view> mode)
   if (!mode) return;
   TORCH_CHECK(*mode == "trunc" || *mode == "floor", name,
               ": div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'");
-  TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": rounding_mode='", *mode, "' is not supported on device mlu "
-                              "(privateuseone): libmlu has no exact truncating/flooring division (only true "
+  TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": rounding_mode='", *mode, "' is not supported on device mlu"
+                              ": libmlu has no exact truncating/flooring division (only true "
                               "division, rounding_mode=None)");
 }
 
@@ -409,7 +408,7 @@ Tensor pow_ts(const char* name, const Tensor& self, const Scalar& exponent, Mode
   const c10::Device device = pick_device(name, {&self, &given});
   const Operand base = operand(name, self, device, "self");
   const ScalarType common = ResultType().t(self).s(exponent).get();
-  TORCH_CHECK(!base.host(), name, ": expected self on device mlu (privateuseone)");
+  TORCH_CHECK(!base.host(), name, ": expected self on device mlu");
   TORCH_CHECK(!(c10::isIntegralType(self.scalar_type(), true) && exponent.isIntegral(true) && exponent.toLong() < 0),
               name, ": Integers to negative integer powers are not allowed.");
   const double e = exponent.toDouble();
@@ -430,7 +429,7 @@ Tensor pow_ts(const char* name, const Tensor& self, const Scalar& exponent, Mode
 Tensor pow_st(const char* name, const Scalar& self, const Tensor& exponent, Mode mode, const Tensor& given) {
   const c10::Device device = pick_device(name, {&exponent, &given});
   const Operand exp = operand(name, exponent, device, "exponent");
-  TORCH_CHECK(!exp.host(), name, ": expected exponent on device mlu (privateuseone)");
+  TORCH_CHECK(!exp.host(), name, ": expected exponent on device mlu");
   const ScalarType common = ResultType().s(self).t(exponent).get();
   if (self.toDouble() == 1.0) {
     OpScope op(name, device);
@@ -487,7 +486,7 @@ CompareOp flipped(CompareOp c) {
 Tensor compare_op(const char* name, CompareOp cop, Operand a, Operand b, ScalarType common, const c10::Device& device,
                Mode mode, const Tensor& given) {
   const Shape shape = broadcast(name, {a.sizes(), b.sizes()});
-  TORCH_CHECK(!(a.host() && b.host()), name, ": expected at least one input on device mlu (privateuseone)");
+  TORCH_CHECK(!(a.host() && b.host()), name, ": expected at least one input on device mlu");
   // A host value takes the common dtype first (TensorIterator casts CPU scalars).
   if (a.host()) a.v = round_to(a.v, common);
   if (b.host()) b.v = round_to(b.v, common);
@@ -528,7 +527,7 @@ Tensor logical_op(const char* name, std::optional<mlu::LogicalOp> lop, const Ten
   const Operand oa = operand(name, a, device, "self");
   const Operand ob = b ? operand(name, *b, device, "other") : Operand{};
   const Shape shape = b ? broadcast(name, {oa.sizes(), ob.sizes()}) : Shape(oa.sizes().begin(), oa.sizes().end());
-  TORCH_CHECK(!oa.host() || (b && !ob.host()), name, ": expected at least one input on device mlu (privateuseone)");
+  TORCH_CHECK(!oa.host() || (b && !ob.host()), name, ": expected at least one input on device mlu");
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, at::kBool, at::kBool, like_of(shape, {&oa, &ob}),
                                     true);
@@ -643,7 +642,7 @@ Tensor clamp_scalar(const char* name, const Tensor& self, const c10::optional<Sc
   check_overlap(name, out, {&self});
   Tensor x = self;
   if (st == at::kBool) {  // libmlu clamps numbers: bool promotes first (bool bounds keep it bool)
-    TORCH_CHECK_NOT_IMPLEMENTED(common != at::kBool, name, ": not implemented for 'Bool' on device mlu (privateuseone)");
+    TORCH_CHECK_NOT_IMPLEMENTED(common != at::kBool, name, ": not implemented for 'Bool' on device mlu");
     x = empty_on(device, self.sizes(), common);
     copy_in(op, self, x);
   }
@@ -662,11 +661,11 @@ Tensor clamp_tensor(const char* name, const Tensor& self, const c10::optional<Te
   const c10::Device device = pick_device(name, {&self, &lo_t, &hi_t, &given});
   TORCH_CHECK(has_lo || has_hi, name, ": torch.clamp: At least one of 'min' or 'max' must not be None");
   const Operand x = operand(name, self, device, "self");
-  TORCH_CHECK(!x.host(), name, ": expected self on device mlu (privateuseone)");
+  TORCH_CHECK(!x.host(), name, ": expected self on device mlu");
   Operand ol = has_lo ? operand(name, lo_t, device, "min") : Operand{};
   Operand oh = has_hi ? operand(name, hi_t, device, "max") : Operand{};
   const ScalarType common = ResultType().t(self).t(lo_t).t(hi_t).get();
-  TORCH_CHECK_NOT_IMPLEMENTED(common != at::kBool, name, ": not implemented for 'Bool' on device mlu (privateuseone)");
+  TORCH_CHECK_NOT_IMPLEMENTED(common != at::kBool, name, ": not implemented for 'Bool' on device mlu");
   if (has_lo && ol.host()) ol.v = round_to(ol.v, common);
   if (has_hi && oh.host()) oh.v = round_to(oh.v, common);
   const Shape shape = broadcast(name, {x.sizes(), ol.sizes(), oh.sizes()});
@@ -808,14 +807,15 @@ int hardswish_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::
 int hardsigmoid_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   return p.binary(mlu::BinaryOp::kDiv, relu6_of_x_plus_3(p, in[0], t), p.constant(6.0, t));
 }
-// hardswish'(x) * g: 0 for x < -3, g * (x / 3 + 1/2) for -3 <= x <= 3, g above (torch's CPU rule).
+// hardswish'(x) * g: 0 for x <= -3, g * (x / 3 + 1/2) for -3 < x < 3, g from 3 on (torch 2's CPU
+// and CUDA rule: the derivative of the piece a boundary point starts).
 int hardswish_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
   const int g = in[0], x = in[1];
   const int mid = p.binary(mlu::BinaryOp::kMul, g,
                            p.binary(mlu::BinaryOp::kAdd, p.binary(mlu::BinaryOp::kDiv, x, p.constant(3.0, t)),
                                     p.constant(0.5, t)));
-  const int upper = p.where(p.compare(mlu::CompareOp::kLe, x, p.constant(3.0, t)), mid, g);
-  return p.where(p.compare(mlu::CompareOp::kLt, x, p.constant(-3.0, t)), p.constant(0.0, t), upper);
+  const int upper = p.where(p.compare(mlu::CompareOp::kLt, x, p.constant(3.0, t)), mid, g);
+  return p.where(p.compare(mlu::CompareOp::kLe, x, p.constant(-3.0, t)), p.constant(0.0, t), upper);
 }
 // hardsigmoid'(x) * g: g / 6 strictly inside (-3, 3), else 0.
 int hardsigmoid_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
@@ -883,7 +883,7 @@ Tensor& mlu_arange_out(const Scalar& start, const Scalar& end, const Scalar& ste
   const char* name = "aten::arange.start_out";
   const ScalarType t = out.scalar_type();
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
-                              name, ": dtype ", t, " is not supported on device mlu (privateuseone) (float32, "
+                              name, ": dtype ", t, " is not supported on device mlu (float32, "
                               "float16, int8, int32, int64)");
   const bool integral = c10::isIntegralType(t, false);
   const double xstart = integral ? static_cast<double>(start.to<int64_t>()) : start.toDouble();
@@ -904,7 +904,7 @@ Tensor& mlu_arange_out(const Scalar& start, const Scalar& end, const Scalar& ste
   TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()), name,
               ": invalid size, possible overflow?");
   const auto size = static_cast<int64_t>(size_d);
-  TORCH_CHECK(out.device().type() == kDeviceType, name, ": expected out on device mlu (privateuseone)");
+  TORCH_CHECK(out.device().type() == kDeviceType, name, ": expected out on device mlu");
   if (out.numel() != size) out.resize_({size});
   if (size == 0) return out;
   OpScope op(name, out.device());
@@ -1130,6 +1130,26 @@ Tensor& mlu_gelu_(Tensor& s, c10::string_view a) {
 Tensor& mlu_gelu_out(const Tensor& s, c10::string_view a, Tensor& out) {
   unary_op("aten::gelu.out", gelu_op("aten::gelu.out", a), UnaryKind::kFloatingOnly, s, Mode::kOut, out);
   return out;
+}
+
+// isneginf / isposinf: x == -inf / +inf for floating tensors; integer and bool tensors hold no
+// infinities (all false, a memset), as torch's kernels.
+Tensor& infinity_test_out(const char* name, double inf, const Tensor& s, Tensor& out) {
+  if (at::isFloatingType(s.scalar_type())) {
+    compare_ts(name, CompareOp::kEq, s, inf, Mode::kOut, out);
+    return out;
+  }
+  TORCH_CHECK(out.scalar_type() == at::kBool, name, ": out must be a bool tensor, got ", out.scalar_type());
+  OpScope op(name, s);
+  prepare_out(out, op.device(), s.sizes(), name);
+  out.fill_(false);
+  return out;
+}
+Tensor& mlu_isneginf_out(const Tensor& s, Tensor& out) {
+  return infinity_test_out("aten::isneginf.out", -std::numeric_limits<double>::infinity(), s, out);
+}
+Tensor& mlu_isposinf_out(const Tensor& s, Tensor& out) {
+  return infinity_test_out("aten::isposinf.out", std::numeric_limits<double>::infinity(), s, out);
 }
 
 // comparisons
@@ -1496,6 +1516,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(aten "_.Scalar", TORCH_FN(mlu_##fn##_s_));              \
   m.impl(aten ".Scalar_out", TORCH_FN(mlu_##fn##_s_out));
   MLU_REGISTER_COMPARE(eq, "eq")
+  m.impl("isneginf.out", TORCH_FN(mlu_isneginf_out));
+  m.impl("isposinf.out", TORCH_FN(mlu_isposinf_out));
   MLU_REGISTER_COMPARE(ne, "ne")
   MLU_REGISTER_COMPARE(lt, "lt")
   MLU_REGISTER_COMPARE(le, "le")

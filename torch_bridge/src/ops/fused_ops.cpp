@@ -347,8 +347,7 @@ Tensor mlu_linear_act(const Tensor& x, const Tensor& w, const c10::optional<Tens
   check_linear_act(op.name(), x, w, bias);
   Tensor y = empty_on(op.device(), linear_out_sizes(x, w), x.scalar_type());
   if (y.numel() == 0) return y;
-  TORCH_CHECK_NOT_IMPLEMENTED(x.size(-1) > 0, op.name(), ": in_features = 0 is not supported on device mlu "
-                              "(privateuseone)");
+  TORCH_CHECK_NOT_IMPLEMENTED(x.size(-1) > 0, op.name(), ": in_features = 0 is not supported on device mlu");
   const mlu::TensorDesc dx = desc(x, op.name()), dw = desc(w, op.name()), dy = desc(y, op.name());
   mlu::TensorDesc db;
   if (has(bias)) db = desc(*bias, op.name());

@@ -161,7 +161,7 @@ void scatter_checks(const char* name, const Tensor& self, std::int64_t dim, cons
 void check_scatter_dtype(const Tensor& self, const char* name) {
   const ScalarType t = self.scalar_type();
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
-                              name, ": dtype ", t, " is not supported on device mlu (privateuseone) (scatter_add "
+                              name, ": dtype ", t, " is not supported on device mlu (scatter_add "
                               "takes float32, float16, int32, int8, int64)");
 }
 
@@ -341,17 +341,16 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::int64_t /*pad
   return out;
 }
 
-Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, c10::SymInt num_weights_sym,
+Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, std::int64_t num_weights,
                                 std::int64_t padding_idx, bool scale_grad_by_freq) {
   OpScope op("aten::embedding_dense_backward", grad_output);
   const char* name = op.name();
   check_on_device(indices, op.device(), name, "indices");
   check_indices(indices, "embedding_backward");
-  const std::int64_t num_weights = num_weights_sym.expect_int();
   TORCH_CHECK(num_weights >= 0, name, ": num_weights must be non-negative, got ", num_weights);
   const ScalarType t = grad_output.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name, ": dtype ", t, " is not supported on device mlu "
-                              "(privateuseone) (embedding backward takes float32, float16)");
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name, ": dtype ", t, " is not supported on device mlu"
+                              "(embedding backward takes float32, float16)");
   TORCH_CHECK(grad_output.dim() >= 1, name, ": grad_output must have at least one dim");
   const std::int64_t d = grad_output.size(-1);
   std::vector<std::int64_t> want(indices.sizes().begin(), indices.sizes().end());

@@ -33,7 +33,7 @@ using at::Tensor;
 
 void check_gemm_dtype(const char* op, const Tensor& t, const char* arg) {
   TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf, op, ": ", arg,
-                              " has dtype ", t.scalar_type(), ", which is not supported on device mlu (privateuseone) "
+                              " has dtype ", t.scalar_type(), ", which is not supported on device mlu"
                               "(libmlu matmul takes float32 and float16)");
 }
 

@@ -51,7 +51,7 @@ bool is_float_kind(ScalarType t) { return t == at::kFloat || t == at::kHalf; }
 
 void check_float(const Tensor& t, const char* op, const char* arg) {
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_kind(t.scalar_type()), op, ": ", arg, " has dtype ", t.scalar_type(),
-                              ", which is not supported on device mlu (privateuseone) (float32 and float16 only)");
+                              ", which is not supported on device mlu (float32 and float16 only)");
 }
 
 const Tensor* opt(const OptTensor& t) { return t.has_value() && t->defined() ? &*t : nullptr; }
@@ -137,7 +137,7 @@ void softmax_backward_check(OpScope& op, const Tensor& grad_output, const Tensor
   check_float(grad_output, op.name(), "grad_output");
   check_float(output, op.name(), "output");
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_kind(input_dtype), op.name(), ": input_dtype ", input_dtype,
-                              " is not supported on device mlu (privateuseone) (float32 and float16 only)");
+                              " is not supported on device mlu (float32 and float16 only)");
   TORCH_CHECK(grad_output.sizes() == output.sizes(), op.name(), ": grad_output ", grad_output.sizes(),
               " and output ", output.sizes(), " differ in shape");
 }
@@ -221,8 +221,8 @@ std::vector<int64_t> nll_check(OpScope& op, bool spatial, const Tensor& self, co
               " classes or no classes but got weight tensor of shape: ", weight ? weight->sizes() : IntArrayRef{});
   check_float(self, name, "self");
   TORCH_CHECK_NOT_IMPLEMENTED(target.scalar_type() == at::kLong || target.scalar_type() == at::kInt, name,
-                              ": target has dtype ", target.scalar_type(), ", which is not supported on device mlu "
-                              "(privateuseone) (int64, int32)");
+                              ": target has dtype ", target.scalar_type(), ", which is not supported on device mlu"
+                              "(int64, int32)");
   if (weight)
     TORCH_CHECK(weight->scalar_type() == self.scalar_type(), name, ": expected weight to have dtype ",
                 self.scalar_type(), ", but got ", weight->scalar_type());
@@ -481,7 +481,7 @@ PoolGeom avg_geometry(OpScope& op, const Tensor& self, IntArrayRef kernel_size, 
   if (divisor_override) {
     TORCH_CHECK(*divisor_override != 0, op.name(), ": divisor must be not zero");
     TORCH_CHECK_NOT_IMPLEMENTED(*divisor_override > 0, op.name(), ": a negative divisor_override (",
-                                *divisor_override, ") is not supported on device mlu (privateuseone)");
+                                *divisor_override, ") is not supported on device mlu");
   }
   g.p.count_include_pad = count_include_pad;
   g.p.divisor_override = divisor_override.value_or(0);
@@ -550,7 +550,7 @@ Tensor& mlu_avg_pool2d_backward_out(const Tensor& grad_output, const Tensor& sel
 std::vector<int64_t> adaptive_sizes(OpScope& op, const Tensor& self, c10::SymIntArrayRef output_size_sym) {
   const char* name = op.name();
   check_on_device(self, op.device(), name, "self");
-  const IntArrayRef output_size = c10::asIntArrayRefSlow(output_size_sym);
+  const IntArrayRef output_size = C10_AS_INTARRAYREF_SLOW(output_size_sym);
   TORCH_CHECK(output_size.size() == 2, name, ": output_size must be 2, got ", output_size);
   const int64_t nd = self.dim();
   TORCH_CHECK(nd == 3 || nd == 4, name, ": Expected 3D or 4D tensor, but got ", self.sizes());
@@ -585,7 +585,7 @@ void adaptive_run(OpScope& op, bool backward, const Tensor& in, const Tensor& ou
   Tensor i = in.is_contiguous() ? in : empty_on(op.device(), in.sizes(), in.scalar_type());
   Tensor o = out.is_contiguous() ? out : empty_on(op.device(), out.sizes(), out.scalar_type());
   TORCH_CHECK_NOT_IMPLEMENTED(!(i.is_same(in) && o.is_same(out)), name, ": ", mlu::last_error_detail(),
-                              " (libmlu ", call_name, " on device mlu (privateuseone))");
+                              " (libmlu ", call_name, " on device mlu)");
   if (!i.is_same(in)) copy_into(op, in, i);
   op.check(call(i, o), call_name);
   if (!o.is_same(out)) copy_into(op, o, out);
@@ -879,7 +879,7 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_layer_norm(const Tensor& input, c1
                                                          double eps) {
   OpScope op("aten::native_layer_norm", input);
   const Tensor *weight = opt(weight_opt), *bias = opt(bias_opt);
-  const LnShape s = layer_norm_check(op, input, c10::asIntArrayRefSlow(normalized_shape), weight, bias);
+  const LnShape s = layer_norm_check(op, input, C10_AS_INTARRAYREF_SLOW(normalized_shape), weight, bias);
   const ScalarType sdt = stat_dtype(input.scalar_type());
   Tensor out = empty_on(op.device(), input.sizes(), input.scalar_type());
   Tensor mean = empty_on(op.device(), s.stat_sizes, sdt);
@@ -895,7 +895,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_layer_norm_out(const Tensor& in
   const char* name = "aten::native_layer_norm.out";
   OpScope op(name, input);
   const Tensor *weight = opt(weight_opt), *bias = opt(bias_opt);
-  const LnShape s = layer_norm_check(op, input, c10::asIntArrayRefSlow(normalized_shape), weight, bias);
+  const LnShape s = layer_norm_check(op, input, C10_AS_INTARRAYREF_SLOW(normalized_shape), weight, bias);
   const ScalarType sdt = stat_dtype(input.scalar_type());
   check_out(out0, op.device(), input.sizes(), input.scalar_type(), name, "out0");
   check_out(out1, op.device(), s.stat_sizes, sdt, name, "out1");
@@ -964,7 +964,7 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_layer_norm_backward(const Tensor& 
                                                                   std::array<bool, 3> output_mask) {
   OpScope op("aten::native_layer_norm_backward", input);
   const Tensor *weight = opt(weight_opt), *bias = opt(bias_opt);
-  const IntArrayRef normalized_shape = c10::asIntArrayRefSlow(normalized_shape_sym);
+  const IntArrayRef normalized_shape = C10_AS_INTARRAYREF_SLOW(normalized_shape_sym);
   const LnShape s = layer_norm_backward_check(op, grad_out, input, normalized_shape, mean, rstd, weight, bias);
   Tensor dx, dw, db;
   if (output_mask[0]) dx = empty_on(op.device(), input.sizes(), input.scalar_type());
@@ -981,7 +981,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_layer_norm_backward_out(
   const char* name = "aten::native_layer_norm_backward.out";
   OpScope op(name, input);
   const Tensor *weight = opt(weight_opt), *bias = opt(bias_opt);
-  const IntArrayRef normalized_shape = c10::asIntArrayRefSlow(normalized_shape_sym);
+  const IntArrayRef normalized_shape = C10_AS_INTARRAYREF_SLOW(normalized_shape_sym);
   const LnShape s = layer_norm_backward_check(op, grad_out, input, normalized_shape, mean, rstd, weight, bias);
   if (output_mask[0]) check_out(out0, op.device(), input.sizes(), input.scalar_type(), name, "out0");
   if (output_mask[1]) check_out(out1, op.device(), normalized_shape, affine_dtype(weight, input), name, "out1");
@@ -1056,8 +1056,8 @@ mlu::TensorDesc mask_desc(const Tensor& mask, const char* op) {
     case at::kByte: return desc_as(mask, mlu::DType::kInt8, op);  // 0/1 values read the same
     default: break;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": a mask of dtype ", mask.scalar_type(), " is not supported on device mlu "
-                              "(privateuseone) (bool, uint8, int8)");
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": a mask of dtype ", mask.scalar_type(), " is not supported on device mlu"
+                              "(bool, uint8, int8)");
 }
 
 void dropout_backward_run(OpScope& op, const Tensor& grad_output, const Tensor& mask, double scale,
@@ -1096,13 +1096,10 @@ void bernoulli_run(OpScope& op, const Tensor& self, double p, const c10::optiona
   const char* name = op.name();
   check_on_device(self, op.device(), name, "self");
   TORCH_CHECK(p >= 0 && p <= 1, name, ": bernoulli_ expects p to be in [0, 1], but got p=", p);
-  TORCH_CHECK_NOT_IMPLEMENTED(!gen.has_value() || !gen->defined(), name, ": an explicit generator is not supported "
-                              "on device mlu (privateuseone) (torch 1.13 has no generator for it); seed the device "
-                              "generator with torch.manual_seed / torch_mlu.manual_seed");
   at::assert_no_internal_overlap(self);
   const ScalarType st = self.scalar_type();
   TORCH_CHECK_NOT_IMPLEMENTED(has_mlu_dtype(st) || st == at::kByte, name, ": dtype ", st,
-                              " is not supported on device mlu (privateuseone)");
+                              " is not supported on device mlu");
   if (self.numel() == 0) return;
   // Allocations first: the mask, the dropout output (self itself when it is fp32/fp16), the zero.
   const bool y_is_self = is_float_kind(st);
@@ -1112,7 +1109,7 @@ void bernoulli_run(OpScope& op, const Tensor& self, double p, const c10::optiona
   Tensor zero = empty_on(op.device(), {1}, ydt);
   zero.zero_();  // memset
   const Tensor x = zero.expand(self.sizes());
-  op.take_random(dropout_random_count(self.numel()));
+  op.take_random(dropout_random_count(self.numel()), gen);
   op.check(mlu::dropout_forward(op.handle(), 1.0 - p, desc(x, name), x.data_ptr(), desc(y, name), y.data_ptr(),
                                 desc(mask, name), mask.data_ptr()),
            "dropout_forward");

@@ -78,7 +78,7 @@ mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
     case at::kDouble: return mlu::DType::kFloat64;
     default: break;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": dtype ", t, " is not supported on device mlu (privateuseone) "
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": dtype ", t, " is not supported on device mlu"
                               "(supported: float32, float16, int8, int32, int64, bool; float64 for copies)");
 }
 
@@ -86,11 +86,11 @@ mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op) {
   std::vector<std::int64_t> dims(t.sizes().begin(), t.sizes().end());
   std::vector<std::int64_t> strides(t.strides().begin(), t.strides().end());
   for (std::size_t i = 0; i < strides.size(); ++i)
-    TORCH_CHECK(strides[i] >= 0 || dims[i] <= 1, op, ": negative strides are not supported on device mlu "
-                "(privateuseone), got strides ", t.strides());
+    TORCH_CHECK(strides[i] >= 0 || dims[i] <= 1, op, ": negative strides are not supported on device mlu"
+                ", got strides ", t.strides());
   for (std::size_t i = 0; i < strides.size(); ++i)
     if (dims[i] <= 1) strides[i] = std::max<std::int64_t>(strides[i], 0);
-  TORCH_CHECK(static_cast<int>(dims.size()) <= mlu::kMaxDims, op, ": tensors on device mlu (privateuseone) have at most ",
+  TORCH_CHECK(static_cast<int>(dims.size()) <= mlu::kMaxDims, op, ": tensors on device mlu have at most ",
               mlu::kMaxDims, " dims, got ", dims.size());
   mlu::TensorDesc d;
   const mlu::Status s = d.set(dtype, dims, strides, mlu::Layout::kND);
@@ -119,7 +119,7 @@ void check_on_device(const at::Tensor& t, const c10::Device& device, const char*
 
 namespace {
 const c10::Device& checked(const c10::Device& d, const char* aten_op) {
-  TORCH_CHECK(d.type() == kDeviceType, aten_op, ": expected tensors on device mlu (privateuseone), got ", d);
+  TORCH_CHECK(d.type() == kDeviceType, aten_op, ": expected tensors on device mlu, got ", d);
   return d;
 }
 }  // namespace
@@ -161,13 +161,13 @@ void* OpScope::workspace(std::size_t bytes) {
 void OpScope::fail(mlu::Status s, const char* call) const {
   const std::string detail = mlu::last_error_detail();
   TORCH_CHECK_NOT_IMPLEMENTED(s != mlu::Status::kNotSupported, name_, ": ", detail, " (libmlu ", call,
-                              " on device mlu (privateuseone): ", mlu::status_name(s), ")");
+                              " on device mlu: ", mlu::status_name(s), ")");
   TORCH_CHECK_VALUE(s != mlu::Status::kBadParam, name_, ": ", detail, " (libmlu ", call, ": ", mlu::status_name(s), ")");
   TORCH_CHECK(false, name_, ": libmlu ", call, " failed: ", mlu::status_name(s), ": ", detail);
 }
 
-void OpScope::take_random(std::uint64_t count) {
-  const auto [seed, first] = reserve_random(device_.index(), count);
+void OpScope::take_random(std::uint64_t count, const std::optional<at::Generator>& gen) {
+  const auto [seed, first] = reserve_random(gen, device_.index(), count);
   handle_->set_random_state(seed, first);
 }
 

@@ -68,9 +68,9 @@ class OpScope {
     if (s != mlu::Status::kSuccess) fail(s, call);
   }
   [[noreturn]] void fail(mlu::Status s, const char* call) const;
-  // Random ops: the next libmlu random reservation of `count` numbers continues the device
-  // generator of api.h (torch.manual_seed reaches it) instead of the handle's own.
-  void take_random(std::uint64_t count);
+  // Random ops: the next libmlu random reservation of `count` numbers continues `gen` (or the
+  // device's default generator, which torch.manual_seed reaches) instead of the handle's own.
+  void take_random(std::uint64_t count, const std::optional<at::Generator>& gen = std::nullopt);
 
  private:
   const char* name_;

@@ -15,6 +15,7 @@
 // prod / mean (as torch's infer_dtype_from_optional) and must match for the others.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ne.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
@@ -96,7 +97,7 @@ bool reducible(ScalarType t) {
 }
 
 void check_reducible(ScalarType t, const char* name) {
-  TORCH_CHECK_NOT_IMPLEMENTED(reducible(t), name, ": dtype ", t, " is not supported on device mlu (privateuseone) "
+  TORCH_CHECK_NOT_IMPLEMENTED(reducible(t), name, ": dtype ", t, " is not supported on device mlu"
                               "(reductions take float32, float16, int8, int32, int64, bool)");
 }
 
@@ -274,6 +275,39 @@ Tensor& amin_out(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out)
   return extreme_values(op, mlu::ReduceOp::kAmin, self, wrap_dims(self, dim, op.name()), keepdim, "amin()", out, false);
 }
 
+// all / any: amin / amax of (self != 0) into a bool result (libmlu's reductions take bool). An
+// empty input gives torch's identities (all: true, any: false). torch gives uint8 for uint8 inputs;
+// only bool results are computed here.
+Tensor& logical_reduce(const char* name, bool is_all, const Tensor& self, const std::vector<int>& dims, bool keepdim,
+                       Tensor& out) {
+  OpScope op(name, self);
+  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() == at::kBool, name, ": only bool results are supported on device mlu, "
+                              "got out of dtype ", out.scalar_type());
+  prepare_out(out, op.device(), reduced_shape(self, dims, keepdim), name);
+  if (self.numel() == 0) {
+    out.fill_(is_all);
+    return out;
+  }
+  check_reducible(self.scalar_type(), name);
+  const Tensor nonzero = self.scalar_type() == at::kBool ? self : at::ne(self, 0);
+  launch_reduce(op, is_all ? mlu::ReduceOp::kAmin : mlu::ReduceOp::kAmax, nonzero, dims, keepdim, out);
+  return out;
+}
+Tensor& all_all_out(const Tensor& self, Tensor& out) { return logical_reduce("aten::all.all_out", true, self, {}, false, out); }
+Tensor& any_all_out(const Tensor& self, Tensor& out) { return logical_reduce("aten::any.all_out", false, self, {}, false, out); }
+Tensor& all_dims_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, Tensor& out) {
+  return logical_reduce("aten::all.dims_out", true, self, wrap_dims(self, dim, "aten::all.dims_out"), keepdim, out);
+}
+Tensor& any_dims_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, Tensor& out) {
+  return logical_reduce("aten::any.dims_out", false, self, wrap_dims(self, dim, "aten::any.dims_out"), keepdim, out);
+}
+Tensor& all_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, Tensor& out) {
+  return logical_reduce("aten::all.out", true, self, one_dim(self, dim, "aten::all.out"), keepdim, out);
+}
+Tensor& any_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, Tensor& out) {
+  return logical_reduce("aten::any.out", false, self, one_dim(self, dim, "aten::any.out"), keepdim, out);
+}
+
 Tensor max_all(const Tensor& self) {
   OpScope op("aten::max", self);
   TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
@@ -392,13 +426,13 @@ Tensor& argmin_out(const Tensor& self, c10::optional<std::int64_t> dim, bool kee
 // ---- var / std --------------------------------------------------------------------------------------------
 
 // y (and mean, when defined) = var / std of self; y and mean already sized.
-void launch_var(OpScope& op, const Tensor& self, const std::vector<int>& dims, c10::optional<std::int64_t> correction,
+void launch_var(OpScope& op, const Tensor& self, const std::vector<int>& dims, const c10::optional<at::Scalar>& correction,
                 bool keepdim, bool take_sqrt, const Tensor& y, const Tensor* mean) {
   const mlu::TensorDesc xd = desc(self, op.name());
   const Workspace w = reduce_workspace(op, xd, dims);
   mlu::TensorDesc md;
   if (mean != nullptr) md = desc(*mean, op.name());
-  op.check(mlu::var(op.handle(), xd, self.data_ptr(), dims, static_cast<double>(correction.value_or(1)), keepdim,
+  op.check(mlu::var(op.handle(), xd, self.data_ptr(), dims, (correction.has_value() ? correction->toDouble() : 1.0), keepdim,
                     take_sqrt, desc(y, op.name()), y.data_ptr(), mean ? &md : nullptr,
                     mean ? mean->data_ptr() : nullptr, w.ptr, w.bytes),
            "var");
@@ -411,7 +445,7 @@ void check_var_input(const Tensor& self, const char* name) {
 }
 
 Tensor var_like(const char* name, bool take_sqrt, const Tensor& self, OptionalIntArrayRef dim,
-                c10::optional<std::int64_t> correction, bool keepdim) {
+                const c10::optional<at::Scalar>& correction, bool keepdim) {
   OpScope op(name, self);
   check_var_input(self, name);
   const std::vector<int> dims = wrap_dims(self, dim, name);
@@ -421,7 +455,7 @@ Tensor var_like(const char* name, bool take_sqrt, const Tensor& self, OptionalIn
 }
 
 Tensor& var_like_out(const char* name, bool take_sqrt, const Tensor& self, OptionalIntArrayRef dim,
-                     c10::optional<std::int64_t> correction, bool keepdim, Tensor& out) {
+                     const c10::optional<at::Scalar>& correction, bool keepdim, Tensor& out) {
   OpScope op(name, self);
   check_var_input(self, name);
   const std::vector<int> dims = wrap_dims(self, dim, name);
@@ -431,7 +465,7 @@ Tensor& var_like_out(const char* name, bool take_sqrt, const Tensor& self, Optio
 }
 
 std::tuple<Tensor, Tensor> var_mean_like(const char* name, bool take_sqrt, const Tensor& self, OptionalIntArrayRef dim,
-                                         c10::optional<std::int64_t> correction, bool keepdim) {
+                                         const c10::optional<at::Scalar>& correction, bool keepdim) {
   OpScope op(name, self);
   check_var_input(self, name);
   const std::vector<int> dims = wrap_dims(self, dim, name);
@@ -442,26 +476,26 @@ std::tuple<Tensor, Tensor> var_mean_like(const char* name, bool take_sqrt, const
   return {y, m};
 }
 
-Tensor var_correction(const Tensor& self, OptionalIntArrayRef dim, c10::optional<std::int64_t> correction, bool keepdim) {
+Tensor var_correction(const Tensor& self, OptionalIntArrayRef dim, const c10::optional<at::Scalar>& correction, bool keepdim) {
   return var_like("aten::var.correction", false, self, dim, correction, keepdim);
 }
-Tensor& var_correction_out(const Tensor& self, OptionalIntArrayRef dim, c10::optional<std::int64_t> correction,
+Tensor& var_correction_out(const Tensor& self, OptionalIntArrayRef dim, const c10::optional<at::Scalar>& correction,
                            bool keepdim, Tensor& out) {
   return var_like_out("aten::var.correction_out", false, self, dim, correction, keepdim, out);
 }
-Tensor std_correction(const Tensor& self, OptionalIntArrayRef dim, c10::optional<std::int64_t> correction, bool keepdim) {
+Tensor std_correction(const Tensor& self, OptionalIntArrayRef dim, const c10::optional<at::Scalar>& correction, bool keepdim) {
   return var_like("aten::std.correction", true, self, dim, correction, keepdim);
 }
-Tensor& std_correction_out(const Tensor& self, OptionalIntArrayRef dim, c10::optional<std::int64_t> correction,
+Tensor& std_correction_out(const Tensor& self, OptionalIntArrayRef dim, const c10::optional<at::Scalar>& correction,
                            bool keepdim, Tensor& out) {
   return var_like_out("aten::std.correction_out", true, self, dim, correction, keepdim, out);
 }
 std::tuple<Tensor, Tensor> var_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
-                                               c10::optional<std::int64_t> correction, bool keepdim) {
+                                               const c10::optional<at::Scalar>& correction, bool keepdim) {
   return var_mean_like("aten::var_mean.correction", false, self, dim, correction, keepdim);
 }
 std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& self, OptionalIntArrayRef dim,
-                                               c10::optional<std::int64_t> correction, bool keepdim) {
+                                               const c10::optional<at::Scalar>& correction, bool keepdim) {
   return var_mean_like("aten::std_mean.correction", true, self, dim, correction, keepdim);
 }
 
@@ -586,6 +620,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amax.out", TORCH_FN(amax_out));
   m.impl("amin", TORCH_FN(amin));
   m.impl("amin.out", TORCH_FN(amin_out));
+  m.impl("all.all_out", TORCH_FN(all_all_out));
+  m.impl("any.all_out", TORCH_FN(any_all_out));
+  m.impl("all.dims_out", TORCH_FN(all_dims_out));
+  m.impl("any.dims_out", TORCH_FN(any_dims_out));
+  m.impl("all.out", TORCH_FN(all_dim_out));
+  m.impl("any.out", TORCH_FN(any_dim_out));
   m.impl("max", TORCH_FN(max_all));
   m.impl("min", TORCH_FN(min_all));
   m.impl("max.dim", TORCH_FN(max_dim));

@@ -2,7 +2,7 @@
 // package) and C++ programs (the mlusim CLI, libtorch users) call besides ATen itself. It
 // includes no torch header, so code using it compiles fast.
 //
-// Devices are the simulated MLUs of the loaded config, seen by torch as "privateuseone:<i>".
+// Devices are the simulated MLUs of the loaded config, seen by torch as "mlu:<i>".
 // Queues (the c10 streams of this device) are named by (device, id): id 0 is the device's
 // default queue (CNRT's NULL queue), ids 1..kQueuePoolSize a pool of queues created on first
 // use, handed out round robin as torch.cuda hands out its pool streams.
@@ -48,10 +48,6 @@ void set_current_queue_id(int device, std::int64_t id);
 std::int64_t next_pool_queue_id(int device = -1);
 // The CNRT handle of a queue (NULL for id 0); created on first use.
 cnrtQueue_t queue_handle(int device, std::int64_t id);
-// c10::Stream(PrivateUse1, device, id).pack(): what torch.Stream(_cdata=...) stores.
-std::uint64_t pack_stream(int device, std::int64_t id);
-// The inverse: {device, id}.
-std::pair<int, std::int64_t> unpack_stream(std::uint64_t packed);
 bool query_queue(int device, std::int64_t id);        // all queued work finished?
 void synchronize_queue(int device, std::int64_t id);  // wait for it
 
@@ -79,6 +75,10 @@ void set_allocator_settings(const std::string& conf);
 void set_memory_fraction(double fraction, int device);
 // torch.cuda.memory_snapshot() as JSON: a list of segments with their blocks.
 std::string memory_snapshot_json();
+// torch.cuda.caching_allocator_alloc / _delete: a block of the caching allocator by address.
+// std::invalid_argument for a pointer that is not a live block from caching_allocator_alloc.
+std::uintptr_t caching_allocator_alloc(std::size_t size, int device, std::int64_t queue_id);
+void caching_allocator_delete(std::uintptr_t ptr);
 // {free, total} bytes of the device's DRAM (cnrtMemGetInfo).
 std::pair<std::size_t, std::size_t> mem_get_info(int device);
 // Blocks handed out by the caching allocator and not freed, over all devices.
@@ -97,14 +97,18 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_fallback_counts();  // "a
 void reset_cpu_fallback_counts();
 
 // ---- random --------------------------------------------------------------------------------
-// The device generators (one per device) that device random ops use: a Philox-style
-// (seed, offset) pair. manual_seed seeds every device and restarts the offsets.
+// The default device generators (one per device, torch's default generators for "mlu") that
+// device random ops use: a Philox-style (seed, offset) pair. manual_seed seeds every device and
+// restarts the offsets.
 constexpr std::uint64_t kDefaultSeed = 67280421310721ull;  // torch's default_rng_seed_val
 void manual_seed(std::uint64_t seed);
 void manual_seed_device(int device, std::uint64_t seed);
 std::uint64_t initial_seed(int device = -1);
 // Reserves `count` random numbers on `device`: returns {seed, first offset}.
 std::pair<std::uint64_t, std::uint64_t> reserve_random(int device, std::uint64_t count);
+// The default generator's {seed, offset} (torch.mlu.get_rng_state's 16 bytes) and setting it.
+std::pair<std::uint64_t, std::uint64_t> rng_state(int device);
+void set_rng_state(int device, std::uint64_t seed, std::uint64_t offset);
 
 // ---- configs, traces, reports --------------------------------------------------------------
 // Replaces the simulated system (mlusimLoadConfigWithOverrides), e.g. ("tiny", {"devices=2"}).

@@ -94,6 +94,7 @@ struct DeviceStats {
   StatArray active;                // allocated blocks + freed blocks still in use by a queue
   StatArray inactive_split;        // free blocks inside split segments (not releasable)
   StatArray allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes;
+  StatArray requested_bytes;       // the callers' unrounded sizes of the allocated blocks
   Stat oversize_allocations, oversize_segments;  // blocks / segments >= max_split_size
   std::int64_t num_alloc_retries = 0;  // driver mallocs that failed and were retried after freeing the cache
   std::int64_t num_ooms = 0;           // OutOfMemoryError thrown

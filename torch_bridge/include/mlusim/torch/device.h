@@ -9,7 +9,12 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
+#include <c10/core/Storage.h>
 #include <c10/core/Stream.h>
+#include <ATen/core/Generator.h>
+
+#include <optional>
+#include <utility>
 
 #include <cnrt.h>
 
@@ -33,6 +38,19 @@ inline void check_cnrt(cnrtRet_t ret, const char* what) {
 c10::Allocator* device_allocator();
 c10::Allocator* pinned_host_allocator();
 bool is_pinned_host_pointer(const void* ptr);
+
+// The default generator of `device` (-1: current), as torch's hooks hand it out, and a new one
+// (torch.Generator(device="mlu")).
+const at::Generator& default_generator(int device = -1);
+at::Generator new_generator(int device = -1);
+// Reserves `count` random numbers from `gen`, or from the default generator of `device` when gen
+// is empty or undefined: {seed, first offset}. c10::Error for a generator of another device type.
+std::pair<std::uint64_t, std::uint64_t> reserve_random(const std::optional<at::Generator>& gen, int device,
+                                                       std::uint64_t count);
+
+// Grows or shrinks a device storage to `size` bytes, keeping min(old, new) bytes of its contents
+// (CUDA's resize_bytes_cuda; storage.resize_ reaches it through the hooks).
+void resize_storage_bytes(c10::StorageImpl* storage, std::size_t size);
 
 // The block behind `data_ptr` is also used on `stream` (torch's record_stream).
 void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream);

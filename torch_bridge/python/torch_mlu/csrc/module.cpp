@@ -1,6 +1,6 @@
 // torch_mlu._C: the pybind11 bindings of mlusim/torch/api.h. No torch headers: tensors never
 // cross this boundary (they go through torch's own bindings and the dispatcher); streams cross
-// as (device, id) or as c10::Stream::pack() values that torch.Stream(_cdata=...) understands.
+// as (device, id) pairs, which torch.Stream(stream_id=id, device_index=device, ...) names.
 // Loading this module loads libmlusim_torch.so, which registers the backend.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -39,8 +39,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_current_queue_id", &b::set_current_queue_id, py::arg("device"), py::arg("id"));
   m.def("next_pool_queue_id", &b::next_pool_queue_id, py::arg("device") = -1);
   m.def("queue_handle", [](int device, std::int64_t id) { return reinterpret_cast<std::uintptr_t>(b::queue_handle(device, id)); });
-  m.def("pack_stream", &b::pack_stream, py::arg("device"), py::arg("id"));
-  m.def("unpack_stream", &b::unpack_stream, py::arg("packed"));
   m.def("query_queue", &b::query_queue, py::arg("device"), py::arg("id"));
   m.def("synchronize_queue", &b::synchronize_queue, py::arg("device"), py::arg("id"),
         py::call_guard<py::gil_scoped_release>());
@@ -67,6 +65,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_allocator_settings", &b::set_allocator_settings, py::arg("conf"));
   m.def("set_memory_fraction", &b::set_memory_fraction, py::arg("fraction"), py::arg("device") = -1);
   m.def("memory_snapshot_json", &b::memory_snapshot_json);
+  m.def("caching_allocator_alloc", &b::caching_allocator_alloc, py::arg("size"), py::arg("device"), py::arg("queue_id"));
+  m.def("caching_allocator_delete", &b::caching_allocator_delete, py::arg("ptr"));
   m.def("mem_get_info", &b::mem_get_info, py::arg("device") = -1);
   m.def("live_allocations", &b::live_allocations);
 
@@ -86,6 +86,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("manual_seed_device", &b::manual_seed_device, py::arg("device"), py::arg("seed"));
   m.def("initial_seed", &b::initial_seed, py::arg("device") = -1);
   m.def("reserve_random", &b::reserve_random, py::arg("device"), py::arg("count"));
+  m.def("rng_state", &b::rng_state, py::arg("device"));
+  m.def("set_rng_state", &b::set_rng_state, py::arg("device"), py::arg("seed"), py::arg("offset"));
 
   // configs, traces, reports
   m.def("load_config", &b::load_config, py::arg("name"), py::arg("overrides") = std::vector<std::string>{},
