@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Fusion benchmark: resnet50 inference and one BERT-base encoder layer on the simulated MLU,
 unfused vs fused (`mlusim run --fuse`: the TorchScript fusion pass, then the fused libmlu
 kernels). Reports simulated cycles, GDRAM bytes and kernel launches of both and their ratios,
 all from one run of each model; nothing is asserted.
 
 Run from the source tree after building:
-  MLUSIM_CONFIG_DIR=configs /usr/bin/python3 bench/fusion_models.py [--mlusim build/tools/mlusim/mlusim]
+  MLUSIM_CONFIG_DIR=configs .venv/bin/python bench/fusion_models.py [--mlusim build/tools/mlusim/mlusim]
       [--config mlu370-x4] [--batch 1] [--functional]
 Timing-only by default (same cycles, faster); --functional computes the numbers too.
 """

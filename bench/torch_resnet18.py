@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """torch_mlu benchmark: torchvision resnet18 on the simulated MLU vs the same model on the CPU.
 
 Figures (all measured in this one run, reported as ratios; nothing here is asserted):
@@ -8,7 +8,7 @@ Figures (all measured in this one run, reported as ratios; nothing here is asser
   - driver mallocs (cnrtMalloc) per training step after warm-up (the caching allocator's job: 0).
 
 Run from a build tree:
-  PYTHONPATH=build/python MLUSIM_CONFIG_DIR=configs /usr/bin/python3 bench/torch_resnet18.py \
+  MLUSIM_CONFIG_DIR=configs .venv/bin/python bench/torch_resnet18.py \
       [--config mlu370-x4] [--iterations 3] [--image 224] [--train-image 64]
 """
 

@@ -151,7 +151,7 @@ at::Tensor first_tensor(const c10::IValue& v) {
   throw std::runtime_error("the model's forward returned no tensor (got " + v.tagKind() + ")");
 }
 
-// Module::to() would call set_data() on every parameter, which torch 1.13 refuses between CPU and
+// Module::to() would call set_data() on every parameter, which torch refuses between CPU and
 // PrivateUse1 tensors (not "compatible shallow-copy types"); nn.Module.to() replaces them
 // instead, and so does this: every parameter and buffer of every submodule is set anew.
 void move_module(torch::jit::Module& module, const c10::Device& device, at::ScalarType dtype) {
@@ -243,7 +243,7 @@ RunResult run_model_impl(const RunOptions& o) {
   try {
     module = torch::jit::load(o.model.file.string());
   } catch (const c10::Error& e) {
-    throw std::invalid_argument("model " + o.model.file.string() + " is not a TorchScript file torch 1.13 can load: " +
+    throw std::invalid_argument("model " + o.model.file.string() + " is not a TorchScript file torch can load: " +
                                 e.what_without_backtrace());
   }
   move_module(module, device, dtype);

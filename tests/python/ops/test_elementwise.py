@@ -822,3 +822,23 @@ def test_arange_on_device(dev):
     with pytest.raises(NotImplementedError, match="arange.start_out: dtype"):
         torch.arange(4, dtype=torch.float64, device=dev)
     ran_on_device("aten::arange.start_out", lambda: torch.arange(100, device=dev))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_lerp_scalar_weight(dev, dtype):
+    a, b = torch.randn(37, 5).to(dtype), torch.randn(37, 5).to(dtype)
+    for w in (0.0, 0.25, 0.5, 0.9, 1.0, -1.5):
+        check(torch.lerp(a.to(dev), b.to(dev), w), torch.lerp(a.float(), b.float(), w).to(dtype))
+        d = a.to(dev)
+        d.lerp_(b.to(dev), w)
+        check(d, torch.lerp(a.float(), b.float(), w).to(dtype))
+    assert torch.equal(torch.lerp(a.to(dev), b.to(dev), 1.0).cpu(), b)  # exact at the end point
+
+
+def test_isneginf_isposinf(dev):
+    x = torch.tensor([-float("inf"), -1.0, 0.0, float("inf"), float("nan")])
+    assert torch.equal(torch.isneginf(x.to(dev)).cpu(), torch.isneginf(x))
+    assert torch.equal(torch.isposinf(x.to(dev)).cpu(), torch.isposinf(x))
+    assert torch.equal(torch.isneginf(x.half().to(dev)).cpu(), torch.isneginf(x.half()))
+    i = torch.tensor([-3, 0, 7], dtype=torch.int32)
+    assert torch.equal(torch.isposinf(i.to(dev)).cpu(), torch.zeros(3, dtype=torch.bool))

@@ -453,3 +453,20 @@ def test_int64_values_beyond_int32_fault(dev):
 def test_int32_sum_overflowing_int32(dev):
     x = torch.tensor([2 ** 31 - 1, 1], dtype=torch.int32)
     close(x.to(dev).sum(), x.sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool])
+def test_all_any(dev, dtype):
+    x = (torch.randn(6, 9) > -1.0).to(dtype)
+    x[2] = 0
+    x[:, 4] = 1
+    d = x.to(dev)
+    for fn in (torch.all, torch.any):
+        assert torch.equal(fn(d).cpu(), fn(x))
+        for dim in (0, 1, -1):
+            assert torch.equal(fn(d, dim).cpu(), fn(x, dim))
+            assert torch.equal(fn(d, dim, keepdim=True).cpu(), fn(x, dim, keepdim=True))
+        assert torch.equal(fn(d, dim=(0, 1)).cpu(), fn(x, dim=(0, 1)))
+    empty = torch.empty(0, 3, dtype=dtype)
+    assert torch.equal(torch.all(empty.to(dev)).cpu(), torch.tensor(True))
+    assert torch.equal(torch.any(empty.to(dev), 0).cpu(), torch.zeros(3, dtype=torch.bool))

@@ -824,6 +824,17 @@ int hardsigmoid_backward_body(mlu::ElementwiseProgram& p, const std::vector<int>
                                p.compare(mlu::CompareOp::kLt, x, p.constant(3.0, t)));
   return p.where(inside, p.binary(mlu::BinaryOp::kDiv, g, p.constant(6.0, t)), p.constant(0.0, t));
 }
+// lerp(self, end, w) with a host weight, torch's two-sided formula (exact at w = 0 and w = 1):
+// |w| < 0.5: self + w * (end - self), else end - (end - self) * (1 - w).
+ProgramBody lerp_body(double w) {
+  return [w](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
+    const int self = in[0], end = in[1];
+    const int diff = p.binary(mlu::BinaryOp::kSub, end, self);
+    if (std::abs(w) < 0.5)
+      return p.binary(mlu::BinaryOp::kAdd, self, p.binary(mlu::BinaryOp::kMul, diff, p.constant(w, t)));
+    return p.binary(mlu::BinaryOp::kSub, end, p.binary(mlu::BinaryOp::kMul, diff, p.constant(1.0 - w, t)));
+  };
+}
 ProgramBody leaky_relu_body(double slope) {
   return [slope](mlu::ElementwiseProgram& p, const std::vector<int>& in, mlu::DType t, ScalarType) {
     const int x = in[0];
@@ -1129,6 +1140,13 @@ Tensor& mlu_gelu_(Tensor& s, c10::string_view a) {
 }
 Tensor& mlu_gelu_out(const Tensor& s, c10::string_view a, Tensor& out) {
   unary_op("aten::gelu.out", gelu_op("aten::gelu.out", a), UnaryKind::kFloatingOnly, s, Mode::kOut, out);
+  return out;
+}
+
+// lerp.Scalar_out (lerp / lerp_ with a scalar weight reach it; torch.optim's Adam/AdamW foreach
+// path calls _foreach_lerp_, whose loop ends here).
+Tensor& mlu_lerp_scalar_out(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out) {
+  program_op("aten::lerp.Scalar_out", self, &end, Mode::kOut, out, lerp_body(weight.toDouble()));
   return out;
 }
 
@@ -1517,6 +1535,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(aten ".Scalar_out", TORCH_FN(mlu_##fn##_s_out));
   MLU_REGISTER_COMPARE(eq, "eq")
   m.impl("isneginf.out", TORCH_FN(mlu_isneginf_out));
+  m.impl("lerp.Scalar_out", TORCH_FN(mlu_lerp_scalar_out));
   m.impl("isposinf.out", TORCH_FN(mlu_isposinf_out));
   MLU_REGISTER_COMPARE(ne, "ne")
   MLU_REGISTER_COMPARE(lt, "lt")

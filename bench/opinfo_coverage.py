@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""torch_mlu benchmark: operator coverage of the simulated MLU, measured with PyTorch's own OpInfo
+database (torch.testing._internal.common_methods_invocations.op_db).
+
+For every OpInfo that supports float32 on the CPU, the first 4 sample inputs
+(op.sample_inputs("cpu", torch.float32)) run on the CPU and on "mlu" (tensors in the input, args and
+kwargs moved with .to("mlu"), recursively, keeping each view's strides and storage offset; a
+device="cpu" argument of a factory op becomes "mlu"). The CPU fallback stays off, so a missing
+kernel raises NotImplementedError naming the aten op. Each op lands in one class, decided by its
+first sample that does not pass:
+  pass             every sample's device result, moved back to the CPU, matches the CPU result
+                   (torch.testing.assert_close, atol=1e-4, rtol=1.3e-4, equal_nan=True);
+  not_implemented  NotImplementedError, or "has no kernel" in the message;
+  wrong            a numeric mismatch or a wrong shape / dtype / structure;
+  error            any other exception (the first line of its message is kept);
+  timeout          the op (all its samples) ran past the per-op wall-clock limit;
+  cpu_error        the CPU reference itself raised (nothing to compare with: skipped).
+Random or uninitialised outputs cannot match the CPU's values: a sample whose CPU result changes
+between two runs under different seeds, and the ops that return uninitialised memory (empty,
+empty_like, new_empty, ...), are compared by shape, dtype and structure only; they still count as
+passed when those match, and the JSON marks them ("values_compared": false).
+
+The ops run in a worker process on the tiny preset with 1 GiB of DRAM
+(torch.mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"]); MLUSIM_CONFIG and MLUSIM_CONFIG_DIR
+default as in tests/python/conftest.py). A SIGALRM in the worker ends an op past the limit as soon
+as control is back in Python; a simulator call that does not return in time (one huge kernel) or
+a crash is handled by the parent, which kills or loses the worker, records the op (timeout or
+error) and starts a new worker for the next op. After an op whose error leaves the device unable
+to synchronize, the worker is replaced too.
+
+Run from the source tree after a build (the venv imports torch_mlu from the build tree):
+  .venv/bin/python bench/opinfo_coverage.py [--list] [--json out.json] [--ops name1,name2]
+      [--samples 4] [--limit 20]
+--ops takes OpInfo names (all variants of that name) or name.variant keys (e.g. normal.in_place).
+Prints one summary line:
+  OpInfo float32, 4 samples/op: P passed, N not implemented, W wrong, E errors, T timeouts,
+  C cpu-reference errors of TOTAL ops
+and, with --list, the ops of each class with their messages and the most common missing kernels.
+This is a measurement, not a test: nothing is asserted and the exit status is 0 whatever the figures.
+"""
+
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import pathlib
+import re
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CLASSES = ("pass", "not_implemented", "wrong", "error", "timeout", "cpu_error")
+ATOL, RTOL = 1e-4, 1.3e-4
+# Ops whose result is uninitialised memory: equal values would be luck (PyTorch's own CPU
+# comparison, TestCommon.test_compare_cpu, skips them as "non-deterministic").
+UNINITIALISED = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
+                 "new_empty_strided"}
+MISSING_KERNEL = re.compile(r"\b(aten::[A-Za-z0-9_.]+)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Worker: imports torch, runs ops on request.
+# ----------------------------------------------------------------------------------------------
+
+class OpTimeout(BaseException):
+    """Raised by SIGALRM; a BaseException so that no `except Exception` in PyTorch swallows it."""
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+
+
+def _compact(text, limit=400):
+    text = "; ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _import_op_db():
+    import types
+    import unittest
+    try:
+        import expecttest  # noqa: F401  (torch.testing._internal's test base class; a test-only dependency)
+    except ImportError:
+        # torch.testing._internal.common_utils imports it only for its TestCase base class; the
+        # project venv (tools/requirements/torch.txt) does not pin it.
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase
+        sys.modules["expecttest"] = stub
+    from torch.testing._internal.common_methods_invocations import op_db
+    return op_db
+
+
+def _op_key(op):
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+class Runner:
+    def __init__(self, samples, limit):
+        import torch
+        import torch_mlu
+        self.torch = torch
+        self.torch_mlu = torch_mlu
+        self.samples = samples
+        self.limit = limit
+        self.dev = torch.device("mlu", 0)
+        torch.mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"])
+        torch_mlu.set_cpu_fallback(False)
+        self.ops = {}
+        for op in _import_op_db():
+            if op.supports_dtype(torch.float32, "cpu"):
+                self.ops[_op_key(op)] = op
+
+    # --- moving arguments --------------------------------------------------------------------
+
+    def _relocate(self, t, flat_fn):
+        """`t` re-created from flat_fn(its whole storage as a flat tensor) with its own size,
+        strides and offset, so that views (as_strided's partial views) keep their layout."""
+        torch = self.torch
+        if (t.layout != torch.strided or t.is_quantized or t.numel() == 0
+                or (t.is_contiguous() and t.storage_offset() == 0
+                    and t.untyped_storage().nbytes() == t.numel() * t.element_size())):
+            return None
+        storage = t.untyped_storage()
+        flat = t.new_empty(0).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+        return flat_fn(flat).as_strided(t.size(), t.stride(), t.storage_offset())
+
+    def _map(self, x, tensor_fn, device_fn=None):
+        torch = self.torch
+        if isinstance(x, torch.Tensor):
+            return tensor_fn(x)
+        if device_fn is not None and isinstance(x, torch.device):
+            return device_fn(x)
+        if isinstance(x, dict):
+            return {k: (device_fn(v) if device_fn is not None and k == "device" and isinstance(v, str)
+                        else self._map(v, tensor_fn, device_fn)) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            items = [self._map(v, tensor_fn, device_fn) for v in x]
+            if isinstance(x, list):
+                return items
+            if hasattr(x, "_fields"):  # namedtuple
+                return type(x)(*items)
+            try:
+                return type(x)(items)  # tuple, torch.Size, structseq
+            except TypeError:
+                return tuple(items)
+        return x
+
+    def to_device(self, x):
+        torch = self.torch
+
+        def tensor_fn(t):
+            moved = self._relocate(t, lambda flat: flat.to(self.dev))
+            return t.to(self.dev) if moved is None else moved
+
+        def device_fn(d):
+            return self.dev if torch.device(d).type == "cpu" else d
+
+        return self._map(x, tensor_fn, device_fn)
+
+    def clone(self, x):
+        def tensor_fn(t):
+            copy = self._relocate(t, lambda flat: flat.clone())
+            return t.clone() if copy is None else copy
+
+        return self._map(x, tensor_fn)
+
+    def to_cpu(self, x):
+        torch = self.torch
+        if isinstance(x, torch.Tensor):
+            return x.cpu()
+        if isinstance(x, dict):
+            return {k: self.to_cpu(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+            return [self.to_cpu(v) for v in x] if isinstance(x, list) else tuple(self.to_cpu(v) for v in x)
+        return x
+
+    # --- comparing ---------------------------------------------------------------------------
+
+    def _meta(self, x):
+        torch = self.torch
+        if isinstance(x, torch.Tensor):
+            return ("tensor", tuple(x.shape), str(x.dtype))
+        if isinstance(x, dict):
+            return {k: self._meta(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+            return [self._meta(v) for v in x]
+        return type(x).__name__
+
+    def _same(self, a, b):
+        """True when a and b are exactly equal (NaNs equal): the CPU's determinism check."""
+        try:
+            self.torch.testing.assert_close(a, b, atol=0, rtol=0, equal_nan=True)
+            return True
+        except AssertionError:
+            return False
+        except Exception:
+            try:
+                return bool(a == b)
+            except Exception:
+                return False
+
+    def compare(self, out, ref, values):
+        """None when `out` (on the CPU) matches `ref`, else the mismatch in words."""
+        if not values:
+            got, want = self._meta(out), self._meta(ref)
+            return None if got == want else f"shape/dtype/structure {got} != CPU's {want}"
+        try:
+            self.torch.testing.assert_close(out, ref, atol=ATOL, rtol=RTOL, equal_nan=True)
+            return None
+        except AssertionError as exc:
+            return _compact(exc)
+        except Exception as exc:  # no comparison pair for these types: plain equality then
+            try:
+                if bool(out == ref):
+                    return None
+            except Exception:
+                pass
+            return f"{_first_line(exc)} (device {out!r:.120} vs CPU {ref!r:.120})"
+
+    # --- one op ------------------------------------------------------------------------------
+
+    def _call(self, op, args):
+        inp, a, kw = args
+        return op(inp, *a, **kw)
+
+    def _sync_ok(self):
+        try:
+            self.torch.mlu.synchronize()
+            return True
+        except Exception:
+            return False
+
+    def run(self, key):
+        """{"class", "message", "samples", "values_compared", "restart"} for the op `key`."""
+        import itertools
+        import signal
+
+        torch = self.torch
+        op = self.ops[key]
+        result = {"class": "pass", "message": "", "samples": 0, "values_compared": True,
+                  "restart": False}
+
+        def on_alarm(signum, frame):
+            raise OpTimeout()
+
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(self.limit)
+        stage = "cpu"
+        try:
+            try:
+                samples = list(itertools.islice(op.sample_inputs("cpu", torch.float32), self.samples))
+            except Exception as exc:
+                result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
+                return result
+            if not samples:
+                result.update({"class": "cpu_error", "message": "no float32 sample inputs"})
+                return result
+            for index, sample in enumerate(samples):
+                original = (sample.input, sample.args, sample.kwargs)
+                # Copies first: an op may write into its inputs (resize_, embedding's max_norm).
+                stage = "cpu"
+                cpu_a, cpu_b = self.clone(original), self.clone(original)
+                try:
+                    torch.manual_seed(0)
+                    ref = self._call(op, cpu_a)
+                    torch.manual_seed(1)
+                    ref_again = self._call(op, cpu_b)
+                except Exception as exc:
+                    result.update({"class": "cpu_error", "message": f"sample {index}: " + _first_line(exc)})
+                    return result
+                values = op.name not in UNINITIALISED and self._same(ref, ref_again)
+                result["values_compared"] = result["values_compared"] and values
+                stage = "device"
+                try:
+                    dev_args = self.to_device(original)
+                    torch.manual_seed(0)
+                    out = self.to_cpu(self._call(op, dev_args))
+                    torch.mlu.synchronize()
+                except NotImplementedError as exc:
+                    result.update({"class": "not_implemented", "message": f"sample {index}: " + _first_line(exc)})
+                    return result
+                except Exception as exc:
+                    cls = "not_implemented" if "has no kernel" in str(exc) else "error"
+                    result.update({"class": cls, "message": f"sample {index}: " + _first_line(exc)})
+                    result["restart"] = not self._sync_ok()
+                    return result
+                stage = "compare"
+                mismatch = self.compare(out, ref, values)
+                if mismatch is not None:
+                    result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
+                    return result
+                result["samples"] = index + 1
+            return result
+        except OpTimeout:
+            result.update({"class": "timeout",
+                           "message": f"over {self.limit} s (in the {stage} run of sample {result['samples']})"})
+            result["restart"] = not self._sync_ok()
+            return result
+        finally:
+            signal.alarm(0)
+            if not result["restart"]:
+                result["restart"] = not self._sync_ok()
+
+
+def worker_main(conn, samples, limit, log_path):
+    # The worker's stdout/stderr (PyTorch warnings, a simulator's dying words) go to a log that
+    # the parent reads when the worker dies.
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    import gc
+    import warnings
+    warnings.simplefilter("ignore")
+    try:
+        runner = Runner(samples, limit)
+    except BaseException as exc:
+        conn.send(("failed", _first_line(exc)))
+        return
+    conn.send(("ready", {"ops": {k: op.name for k, op in runner.ops.items()},
+                         "torch": runner.torch.__version__, "config": runner.torch.mlu.config_name()}))
+    while True:
+        try:
+            key = conn.recv()
+        except EOFError:
+            return
+        if key is None:
+            return
+        start = time.perf_counter()
+        result = runner.run(key)
+        result["seconds"] = round(time.perf_counter() - start, 3)
+        gc.collect()
+        conn.send(("result", result))
+        if result["restart"]:
+            return
+
+
+# ----------------------------------------------------------------------------------------------
+# Parent: hands ops to a worker, replaces it when it hangs or dies.
+# ----------------------------------------------------------------------------------------------
+
+class Worker:
+    START_TIMEOUT_S = 300
+
+    def __init__(self, samples, limit, log_path):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.log_path = log_path
+        self.proc = ctx.Process(target=worker_main, args=(child, samples, limit, log_path), daemon=True)
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(self.START_TIMEOUT_S):
+            self.kill()
+            raise RuntimeError(f"the worker did not start within {self.START_TIMEOUT_S} s")
+        kind, payload = self.conn.recv()
+        if kind != "ready":
+            self.kill()
+            raise RuntimeError(f"the worker failed to start: {payload}")
+        self.info = payload
+        self.ops = payload["ops"]
+
+    def last_log_line(self):
+        try:
+            lines = [ln.strip() for ln in pathlib.Path(self.log_path).read_text(errors="replace").splitlines()]
+            lines = [ln for ln in lines if ln]
+            return lines[-1] if lines else ""
+        except OSError:
+            return ""
+
+    def kill(self):
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(10)
+
+    def close(self):
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(30)
+        self.kill()
+
+    def run(self, key, hard_limit):
+        """(result dict, alive) for op `key`; kills the worker past hard_limit seconds."""
+        start = time.perf_counter()
+        try:
+            self.conn.send(key)
+            ready = self.conn.poll(hard_limit)
+        except (OSError, BrokenPipeError):
+            ready = True  # dead: recv below raises
+        if not ready:
+            self.kill()
+            return ({"class": "timeout", "message": f"killed after {hard_limit:.0f} s in one simulator call",
+                     "samples": 0, "values_compared": True, "seconds": round(time.perf_counter() - start, 3)},
+                    False)
+        try:
+            kind, result = self.conn.recv()
+            alive = not result.pop("restart", False)
+            if not alive:
+                self.proc.join(30)
+                self.kill()
+            return result, alive
+        except (EOFError, OSError):
+            self.proc.join(10)
+            code = self.proc.exitcode
+            how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+            last = self.last_log_line()
+            return ({"class": "error", "message": f"worker process died ({how})" + (f": {last}" if last else ""),
+                     "samples": 0, "values_compared": True, "seconds": round(time.perf_counter() - start, 3)},
+                    False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--list", action="store_true", help="print the ops of each class")
+    ap.add_argument("--json", metavar="PATH", help="write every op's class and message to PATH")
+    ap.add_argument("--ops", help="comma-separated OpInfo names or name.variant keys (default: all)")
+    ap.add_argument("--samples", type=int, default=4, help="sample inputs per op (default 4)")
+    ap.add_argument("--limit", type=int, default=20, help="wall-clock seconds per op (default 20)")
+    ap.add_argument("--grace", type=int, default=100,
+                    help="seconds past --limit before a worker stuck in one simulator call is killed (default 100)")
+    ap.add_argument("--progress", action="store_true", help="print each op's class as it finishes (stderr)")
+    args = ap.parse_args()
+    if args.samples < 1 or args.limit < 1 or args.grace < 1:
+        ap.error("--samples, --limit and --grace must be >= 1")
+
+    os.environ.setdefault("MLUSIM_CONFIG", "tiny")
+    os.environ.setdefault("MLUSIM_CONFIG_DIR", str(ROOT / "configs"))
+    os.environ.setdefault("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1")
+    os.environ.pop("TORCH_MLU_CPU_FALLBACK", None)
+
+    import tempfile
+    log_dir = tempfile.mkdtemp(prefix="opinfo_coverage.")
+    log_path = os.path.join(log_dir, "worker.log")
+    started = time.perf_counter()
+    worker = Worker(args.samples, args.limit, log_path)
+    all_ops = worker.ops  # key -> OpInfo name
+    worker_info = worker.info
+    if args.ops:
+        wanted = [w.strip() for w in args.ops.split(",") if w.strip()]
+        keys = [k for k, name in all_ops.items() if k in wanted or name in wanted]
+        unknown = [w for w in wanted if w not in all_ops and w not in all_ops.values()]
+        if unknown:
+            print(f"not in op_db or not float32 on the CPU: {', '.join(unknown)}", file=sys.stderr)
+    else:
+        keys = list(all_ops)
+
+    results = {}
+    hard_limit = args.limit + args.grace
+    for n, key in enumerate(keys, 1):
+        if worker is None:
+            worker = Worker(args.samples, args.limit, log_path)
+        result, alive = worker.run(key, hard_limit)
+        results[key] = result
+        if not alive:
+            worker = None
+        if args.progress:
+            print(f"[{n}/{len(keys)}] {key}: {result['class']} ({result['seconds']:.1f} s) {result['message']}",
+                  file=sys.stderr, flush=True)
+        elif n % 50 == 0:
+            print(f"[{n}/{len(keys)}] {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    if worker is not None:
+        worker.close()
+    elapsed = time.perf_counter() - started
+
+    counts = collections.Counter(r["class"] for r in results.values())
+    missing = collections.Counter()
+    for r in results.values():
+        if r["class"] == "not_implemented":
+            m = MISSING_KERNEL.search(r["message"])
+            missing[m.group(1) if m else r["message"]] += 1
+    unvalued = sorted(k for k, r in results.items() if r["class"] == "pass" and not r["values_compared"])
+    summary = (f"OpInfo float32, {args.samples} samples/op: {counts['pass']} passed, "
+               f"{counts['not_implemented']} not implemented, {counts['wrong']} wrong, {counts['error']} errors, "
+               f"{counts['timeout']} timeouts, {counts['cpu_error']} cpu-reference errors of {len(results)} ops")
+
+    if args.list:
+        titles = {"pass": "passed", "not_implemented": "not implemented", "wrong": "wrong", "error": "errors",
+                  "timeout": "timeouts", "cpu_error": "cpu-reference errors"}
+        for cls in CLASSES:
+            names = sorted(k for k, r in results.items() if r["class"] == cls)
+            print(f"== {titles[cls]} ({len(names)})")
+            for k in names:
+                msg = results[k]["message"]
+                if cls == "pass":
+                    msg = "" if results[k]["values_compared"] else "(random/uninitialised: shape/dtype only)"
+                print(f"  {k}" + (f": {msg}" if msg else ""))
+        print(f"== most common missing kernels ({len(missing)} distinct)")
+        for name, count in missing.most_common(20):
+            print(f"  {count:4d}  {name}")
+    if unvalued:
+        print(f"({len(unvalued)} of the passed ops have random or uninitialised results and were compared by "
+              f"shape/dtype only: {', '.join(unvalued)})")
+    print(f"run time {elapsed:.0f} s")
+    print(summary)
+
+    if args.json:
+        report = {"summary": summary, "counts": {cls: counts[cls] for cls in CLASSES}, "total": len(results),
+                  "samples_per_op": args.samples, "limit_s": args.limit, "atol": ATOL, "rtol": RTOL,
+                  "torch": worker_info["torch"], "config": worker_info["config"], "run_time_s": round(elapsed, 1),
+                  "missing_kernels": dict(missing.most_common()), "ops": results}
+        pathlib.Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
