@@ -21,6 +21,8 @@
 #include <ATen/ops/randn.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <mlusim_ext.h>
@@ -73,6 +75,7 @@ bool read_sidecar(const fs::path& json_path, ModelSpec& spec) {
     for (const auto& shape : j.at("inputs")) spec.inputs.push_back(shape.get<std::vector<std::int64_t>>());
     spec.loss = j.value("loss", "mse");
     spec.classes = j.value("classes", 0);
+    spec.vocab = j.value("vocab", 0);
     spec.description = j.value("description", "");
   } catch (const std::exception& e) {
     throw std::invalid_argument(json_path.string() + ": not a model sidecar (" + e.what() + ")");
@@ -168,6 +171,28 @@ void move_module(torch::jit::Module& module, const c10::Device& device, at::Scal
   }
 }
 
+// A traced model (torch.jit.trace: the transformers built-ins, users' traced files) records the
+// device of the tensors it created while tracing (torch.arange(..., device="cpu") for position
+// ids, rotary tables) as Device constants in its graphs: they become the run's device, as if the
+// model had been traced there. Scripted models hold no such constants unless written so.
+void retarget_device_constants(torch::jit::Module& module, const c10::Device& device) {
+  for (torch::jit::Module m : module.modules()) {
+    for (const torch::jit::Method& method : m.get_methods()) {
+      const std::shared_ptr<torch::jit::Graph> graph = method.graph();
+      std::vector<torch::jit::Node*> constants;
+      for (torch::jit::Node* n : graph->nodes())
+        if (n->kind() == c10::prim::Constant && n->output()->type()->kind() == c10::TypeKind::DeviceObjType &&
+            torch::jit::toIValue(n->output())->toDevice() != device)
+          constants.push_back(n);
+      for (torch::jit::Node* n : constants) {
+        const torch::jit::WithInsertPoint guard(n);
+        n->output()->replaceAllUsesWith(graph->insertConstant(device));
+        n->destroy();
+      }
+    }
+  }
+}
+
 std::string shape_text(const std::vector<std::int64_t>& dims) {
   std::string s = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
@@ -187,8 +212,12 @@ fs::path model_dir() {
   return fs::path(MLUSIM_BUILD_MODEL_DIR);
 }
 
+// MLUSIM_BUILTIN_MODELS: tools/models/CMakeLists.txt's list, comma-separated.
 std::vector<std::string> builtin_model_names() {
-  return {"resnet18", "resnet50", "mobilenet_v2", "bert-base", "gpt2-small", "mlp"};
+  std::vector<std::string> names;
+  std::stringstream list(MLUSIM_BUILTIN_MODELS);
+  for (std::string name; std::getline(list, name, ',');) names.push_back(name);
+  return names;
 }
 
 ModelSpec resolve_model(const std::string& name_or_path, const std::vector<std::string>& input_shapes) {
@@ -247,6 +276,7 @@ RunResult run_model_impl(const RunOptions& o) {
                                 e.what_without_backtrace());
   }
   move_module(module, device, dtype);
+  retarget_device_constants(module, device);
   module.train(o.train);
   std::map<std::string, int> fusion_matches;
   if (o.fuse) {
@@ -260,11 +290,19 @@ RunResult run_model_impl(const RunOptions& o) {
   for (std::vector<std::int64_t> shape : o.model.inputs) {
     for (auto& d : shape)
       if (d == -1) d = o.batch;
-    inputs.emplace_back(at::randn(shape).to(device, dtype));
+    if (o.model.vocab > 0)  // token ids stay int64 whatever --dtype says
+      inputs.emplace_back(at::randint(o.model.vocab, shape, at::TensorOptions().dtype(at::kLong)).to(device));
+    else
+      inputs.emplace_back(at::randn(shape).to(device, dtype));
   }
+  // Classifiers: one class per sample; language models: one next token per position (the
+  // logits are [B, T, classes], the targets [B, T] like the first input).
   at::Tensor target;
-  if (o.train && o.model.loss == "cross_entropy")
-    target = at::randint(o.model.classes, {o.batch}, at::TensorOptions().dtype(at::kLong)).to(device);
+  if (o.train && o.model.loss == "cross_entropy") {
+    const std::vector<std::int64_t> target_shape =
+        o.model.vocab > 0 ? inputs.front().toTensor().sizes().vec() : std::vector<std::int64_t>{o.batch};
+    target = at::randint(o.model.classes, target_shape, at::TensorOptions().dtype(at::kLong)).to(device);
+  }
 
   std::vector<at::Tensor> params;
   for (const at::Tensor& p : module.parameters()) params.push_back(p);
@@ -278,7 +316,8 @@ RunResult run_model_impl(const RunOptions& o) {
     const at::Tensor out = first_tensor(module.forward(inputs));
     at::Tensor loss;
     if (o.model.loss == "cross_entropy") {
-      loss = at::cross_entropy_loss(out, target);
+      loss = out.dim() == 3 ? at::cross_entropy_loss(out.flatten(0, 1), target.flatten())
+                            : at::cross_entropy_loss(out, target);
     } else {
       loss = out.mul(out).mean();  // MSE against zeros
     }

@@ -23,6 +23,7 @@ struct ModelSpec {
   std::vector<std::vector<std::int64_t>> inputs;
   std::string loss = "mse";
   std::int64_t classes = 0;
+  std::int64_t vocab = 0;  // > 0: the inputs are token ids in [0, vocab) (language models)
   std::string description;
 };
 
