@@ -115,6 +115,10 @@ UnaryInfo info(UnaryOp op) {
       return {"gelu", VecUnaryOp::kGelu, true};
     case UnaryOp::kGeluTanh:
       return {"gelu_tanh", VecUnaryOp::kGelu, true};
+    case UnaryOp::kSin:
+      return {"sin", VecUnaryOp::kSin, true};
+    case UnaryOp::kCos:
+      return {"cos", VecUnaryOp::kCos, true};
   }
   return {"unary", VecUnaryOp::kCopy, false};
 }
@@ -208,7 +212,7 @@ const char* compare_name(CompareOp op) {
 }
 
 bool is_valid(BinaryOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(BinaryOp::kMinimum); }
-bool is_valid(UnaryOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(UnaryOp::kGeluTanh); }
+bool is_valid(UnaryOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(UnaryOp::kCos); }
 bool is_valid(CompareOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(CompareOp::kGe); }
 bool is_valid(LogicalOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(LogicalOp::kXor); }
 

@@ -22,7 +22,9 @@ VfuCostClass cost_class(VecUnaryOp op) {
     case VecUnaryOp::kSigmoid:
     case VecUnaryOp::kTanh:
     case VecUnaryOp::kGelu:
-    case VecUnaryOp::kSilu: return VfuCostClass::kTranscendental;
+    case VecUnaryOp::kSilu:
+    case VecUnaryOp::kSin:
+    case VecUnaryOp::kCos: return VfuCostClass::kTranscendental;
     default: return VfuCostClass::kSimple;
   }
 }
@@ -65,6 +67,8 @@ std::string_view op_name(VecUnaryOp op) {
     case VecUnaryOp::kSilu: return "silu";
     case VecUnaryOp::kRelu: return "relu";
     case VecUnaryOp::kNot: return "not";
+    case VecUnaryOp::kSin: return "sin";
+    case VecUnaryOp::kCos: return "cos";
   }
   return "invalid";
 }

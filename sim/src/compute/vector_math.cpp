@@ -313,6 +313,8 @@ void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t
       return run([](const auto& x) { return x * 0.5f * (1.0f + (x * kInvSqrt2).erf()); });
     case VecUnaryOp::kSilu: return run([](const auto& x) { return x / (1.0f + (-x).exp()); });
     case VecUnaryOp::kRelu: return run([](const auto& x) { return (x < 0.0f).select(0.0f, x); });
+    case VecUnaryOp::kSin: return run([](const auto& x) { return x.sin(); });
+    case VecUnaryOp::kCos: return run([](const auto& x) { return x.cos(); });
     case VecUnaryOp::kCopy:
     case VecUnaryOp::kNot: break;
   }
@@ -498,6 +500,7 @@ bool vec_supported(VecUnaryOp op, DType t) {
     case VecUnaryOp::kRecip: case VecUnaryOp::kExp: case VecUnaryOp::kLog:
     case VecUnaryOp::kSqrt: case VecUnaryOp::kRsqrt: case VecUnaryOp::kSigmoid:
     case VecUnaryOp::kTanh: case VecUnaryOp::kGelu: case VecUnaryOp::kSilu:
+    case VecUnaryOp::kSin: case VecUnaryOp::kCos:
       return is_float(t);
     case VecUnaryOp::kNot: return is_int(t) || t == DType::kBool;
   }

@@ -35,6 +35,8 @@ double ref_unary(UnaryOp op, double x) {
     case UnaryOp::kReciprocal: return 1 / x;
     case UnaryOp::kGelu: return gelu(x);
     case UnaryOp::kGeluTanh: return gelu_tanh(x);
+    case UnaryOp::kSin: return std::sin(x);
+    case UnaryOp::kCos: return std::cos(x);
   }
   return 0;
 }
@@ -63,7 +65,7 @@ TEST_F(UnaryTest, EveryOpInFp32) {
   const std::int64_t n = 1001;
   for (UnaryOp op : {UnaryOp::kNeg, UnaryOp::kAbs, UnaryOp::kSquare, UnaryOp::kRelu, UnaryOp::kExp, UnaryOp::kLog,
                      UnaryOp::kSqrt, UnaryOp::kRsqrt, UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kSilu,
-                     UnaryOp::kReciprocal, UnaryOp::kGelu, UnaryOp::kGeluTanh}) {
+                     UnaryOp::kReciprocal, UnaryOp::kGelu, UnaryOp::kGeluTanh, UnaryOp::kSin, UnaryOp::kCos}) {
     const bool positive = op == UnaryOp::kLog || op == UnaryOp::kSqrt || op == UnaryOp::kRsqrt;
     const auto x = random<float>(n, 30 + static_cast<unsigned>(op), positive ? 0.05f : -5.0f, 5.0f);
     void* xd = to_device(x);

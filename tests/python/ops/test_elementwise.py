@@ -842,3 +842,40 @@ def test_isneginf_isposinf(dev):
     assert torch.equal(torch.isneginf(x.half().to(dev)).cpu(), torch.isneginf(x.half()))
     i = torch.tensor([-3, 0, 7], dtype=torch.int32)
     assert torch.equal(torch.isposinf(i.to(dev)).cpu(), torch.zeros(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_sin_cos(dev, dtype):
+    x = (torch.randn(33, 17) * 4).to(dtype)
+    for fn in (torch.sin, torch.cos):
+        check(fn(x.to(dev)), fn(x.float()).to(dtype), dict(atol=1e-5, rtol=1e-5) if dtype == F32 else None)
+    d = x.to(dev)
+    d.sin_()
+    check(d, torch.sin(x.float()).to(dtype), dict(atol=1e-5, rtol=1e-5) if dtype == F32 else None)
+    xd = x.float().to(dev).requires_grad_()
+    torch.cos(xd).sum().backward()  # autograd: -sin(x) on the device
+    torch.testing.assert_close(xd.grad.cpu(), -torch.sin(x.float()), atol=1e-5, rtol=1e-5)
+
+
+def test_bitwise_ops_on_bool(dev):
+    a, b = torch.rand(4, 5) > 0.5, torch.rand(5) > 0.5
+    for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
+        assert torch.equal(fn(a.to(dev), b.to(dev)).cpu(), fn(a, b))
+    assert torch.equal((a.to(dev) & True).cpu(), a)
+    with pytest.raises(NotImplementedError, match="only bool tensors"):
+        torch.bitwise_and(torch.ones(3, dtype=torch.int32).to(dev), torch.ones(3, dtype=torch.int32).to(dev))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, B, I32])
+def test_tril_triu(dev, dtype):
+    x = (torch.randn(2, 5, 7) * 10).to(dtype)
+    for k in (-2, 0, 1, 9):
+        assert torch.equal(torch.tril(x.to(dev), k).cpu(), torch.tril(x, k))
+        assert torch.equal(torch.triu(x.to(dev), k).cpu(), torch.triu(x, k))
+    d = x.to(dev)
+    d.tril_(1)
+    assert torch.equal(d.cpu(), torch.tril(x, 1))
+    causal = torch.ones(6, 6, dtype=torch.bool, device=dev).tril()
+    assert torch.equal(causal.cpu(), torch.ones(6, 6, dtype=torch.bool).tril())
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.tril(torch.ones(3).to(dev))

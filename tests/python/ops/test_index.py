@@ -329,3 +329,31 @@ def test_out_into_non_contiguous_views(dev):
     g = torch.tensor([[0, 1, 2, 3, 0]] * 5)
     torch.gather(x.to(dev), 0, g.to(dev), out=out)
     close(out, torch.gather(x, 0, g))
+
+
+def test_advanced_indexing_on_leading_dims(dev):
+    x = torch.randn(3, 4, 5)
+    xd = x.to(dev)
+    i = torch.tensor([2, 0, -1])
+    assert torch.equal(xd[i.to(dev)].cpu(), x[i])
+    assert torch.equal(xd[i].cpu(), x[i])  # CPU indices are allowed, as for CUDA
+    b, k = torch.arange(3)[:, None], torch.tensor([[1, 3, -4]])
+    assert torch.equal(xd[b.to(dev), k.to(dev)].cpu(), x[b, k])  # broadcast index tensors (HF masks)
+    j = torch.tensor([[0, 1], [2, 2]], dtype=torch.int32)
+    assert torch.equal(xd[j.to(dev)].cpu(), x[j.long()])
+    with pytest.raises(NotImplementedError, match="nonzero"):  # Python turns masks into nonzero() first
+        xd[torch.tensor([True, False, True]).to(dev)]
+    with pytest.raises(NotImplementedError, match="boolean mask"):
+        torch.ops.aten.index.Tensor_out(xd, [torch.tensor([True, False, True]).to(dev)], out=torch.empty(0).to(dev))
+    with pytest.raises(NotImplementedError, match="after a None"):
+        xd[:, i.to(dev)]
+
+
+def test_module_to_device_keeps_tied_parameters(dev):
+    emb = torch.nn.Embedding(4, 3)
+    head = torch.nn.Linear(3, 4, bias=False)
+    head.weight = emb.weight
+    m = torch.nn.ModuleDict({"emb": emb, "head": head}).to(dev)
+    assert m.emb.weight is m.head.weight and m.emb.weight.is_mlu
+    m.to("cpu")
+    assert m.emb.weight is m.head.weight and not m.emb.weight.is_mlu

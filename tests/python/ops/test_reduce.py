@@ -470,3 +470,22 @@ def test_all_any(dev, dtype):
     empty = torch.empty(0, 3, dtype=dtype)
     assert torch.equal(torch.all(empty.to(dev)).cpu(), torch.tensor(True))
     assert torch.equal(torch.any(empty.to(dev), 0).cpu(), torch.zeros(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("shape,dim", [((7,), 0), ((3, 10), 1), ((3, 10), 0), ((2, 600, 3), 1), ((1, 1100), -1)])
+def test_cumsum(dev, shape, dim):
+    x = torch.randn(shape)
+    torch.testing.assert_close(torch.cumsum(x.to(dev), dim).cpu(), torch.cumsum(x, dim), atol=1e-4, rtol=1e-5)
+    h = x.half()
+    torch.testing.assert_close(torch.cumsum(h.to(dev), dim).cpu(), torch.cumsum(h, dim), atol=2e-2, rtol=2e-3)
+    m = (x > 0).long()  # attention-mask style: position ids
+    got = torch.cumsum(m.to(dev), dim)
+    assert got.dtype == torch.int64 and torch.equal(got.cpu(), torch.cumsum(m, dim))
+    b = torch.cumsum((x > 0).to(dev), dim, dtype=torch.int32)
+    assert b.dtype == torch.int32 and torch.equal(b.cpu(), torch.cumsum(x > 0, dim, dtype=torch.int32))
+
+
+def test_cumsum_refuses_inexact_integer_sums(dev):
+    big = torch.full((4,), 1 << 23, dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="2\\^24"):
+        torch.cumsum(big.to(dev), 0)

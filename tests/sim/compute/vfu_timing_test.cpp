@@ -98,6 +98,8 @@ TEST(VfuTiming, CostClasses) {
   EXPECT_EQ(cost_class(VecBinaryOp::kDiv), VfuCostClass::kTranscendental);
   EXPECT_EQ(cost_class(VecUnaryOp::kRelu), VfuCostClass::kSimple);
   EXPECT_EQ(cost_class(VecUnaryOp::kTanh), VfuCostClass::kTranscendental);
+  EXPECT_EQ(cost_class(VecUnaryOp::kSin), VfuCostClass::kTranscendental);
+  EXPECT_EQ(cost_class(VecUnaryOp::kCos), VfuCostClass::kTranscendental);
   EXPECT_EQ(op_name(VecBinaryOp::kGe), "ge");
   EXPECT_EQ(op_name(VecUnaryOp::kGelu), "gelu");
   EXPECT_EQ(op_name(VecReduceOp::kSumSquares), "sum_squares");

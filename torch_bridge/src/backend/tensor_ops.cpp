@@ -336,6 +336,18 @@ bool mlu_is_pinned(const Tensor& self, c10::optional<c10::Device> /*device*/) {
   return self.device().is_cpu() && is_pinned_host_pointer(self.storage().data());
 }
 
+// Whether `from` may replace `self`'s data in place (Tensor.data = ..., set_data). c10 lists the
+// backends it considers compatible and PrivateUse1 is not among them, so without this kernel
+// nn.Module.to("mlu") makes a new Parameter per module and unties shared weights (GPT-2's lm_head
+// and token embedding). Dense strided CPU and MLU tensors are compatible, as CPU and CUDA are.
+bool mlu_has_compatible_shallow_copy_type(const Tensor& self, const Tensor& from) {
+  auto dense = [](const Tensor& t) {
+    return t.layout() == at::kStrided && (t.device().is_cpu() || t.device().type() == kDeviceType);
+  };
+  if (dense(self) && dense(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 void mlu_record_stream(Tensor& self, c10::Stream stream) { record_stream(self.storage().data_ptr(), stream); }
 
 }  // namespace
@@ -359,6 +371,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(mlu_fill_scalar_));
   m.impl("zero_", TORCH_FN(mlu_zero_));
   m.impl("record_stream", TORCH_FN(mlu_record_stream));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(mlu_has_compatible_shallow_copy_type));
 }
 
 // Pinning CPU tensors goes through the hooks' pinned allocator (hooks.cpp); is_pinned of a device

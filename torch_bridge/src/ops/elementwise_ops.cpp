@@ -24,6 +24,11 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/le.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
@@ -1130,6 +1135,8 @@ MLU_UNARY(sigmoid, "sigmoid", mlu::UnaryOp::kSigmoid, UnaryKind::kFloating)
 MLU_UNARY(tanh, "tanh", mlu::UnaryOp::kTanh, UnaryKind::kFloating)
 MLU_UNARY(reciprocal, "reciprocal", mlu::UnaryOp::kReciprocal, UnaryKind::kFloating)
 MLU_UNARY(silu, "silu", mlu::UnaryOp::kSilu, UnaryKind::kFloatingOnly)
+MLU_UNARY(sin, "sin", mlu::UnaryOp::kSin, UnaryKind::kFloating)
+MLU_UNARY(cos, "cos", mlu::UnaryOp::kCos, UnaryKind::kFloating)
 
 Tensor mlu_gelu_fn(const Tensor& s, c10::string_view a) {
   return unary_op("aten::gelu", gelu_op("aten::gelu", a), UnaryKind::kFloatingOnly, s, Mode::kNew, kNone);
@@ -1142,6 +1149,46 @@ Tensor& mlu_gelu_out(const Tensor& s, c10::string_view a, Tensor& out) {
   unary_op("aten::gelu.out", gelu_op("aten::gelu.out", a), UnaryKind::kFloatingOnly, s, Mode::kOut, out);
   return out;
 }
+
+// bitwise_and/or/xor of bool tensors are the logical ops (transformers combines attention masks
+// with `&`); libmlu has no integer bitwise ops, so integer tensors raise NotImplementedError.
+Tensor& bitwise_bool_out(const char* name, mlu::LogicalOp lop, const Tensor& s, const Tensor& o, Tensor& out) {
+  TORCH_CHECK_NOT_IMPLEMENTED(s.scalar_type() == at::kBool && o.scalar_type() == at::kBool, name,
+                              ": only bool tensors are supported on device mlu (libmlu has no integer bitwise ops), "
+                              "got ", s.scalar_type(), " and ", o.scalar_type());
+  logical_op(name, lop, s, &o, Mode::kOut, out);
+  return out;
+}
+Tensor& mlu_bitwise_and_out(const Tensor& s, const Tensor& o, Tensor& out) {
+  return bitwise_bool_out("aten::bitwise_and.Tensor_out", mlu::LogicalOp::kAnd, s, o, out);
+}
+Tensor& mlu_bitwise_or_out(const Tensor& s, const Tensor& o, Tensor& out) {
+  return bitwise_bool_out("aten::bitwise_or.Tensor_out", mlu::LogicalOp::kOr, s, o, out);
+}
+Tensor& mlu_bitwise_xor_out(const Tensor& s, const Tensor& o, Tensor& out) {
+  return bitwise_bool_out("aten::bitwise_xor.Tensor_out", mlu::LogicalOp::kXor, s, o, out);
+}
+
+// tril / triu: self where col - row <= k (tril) / >= k (triu), else 0, over the last two dims. The
+// mask comes from two device iotas (arange) compared with broadcasting, then one select; torch's
+// CUDA kernel is a single pass, this one also writes and reads the [rows, cols] mask.
+Tensor& triangle_out(const char* name, bool lower, const Tensor& self, std::int64_t k, Tensor& out) {
+  OpScope op(name, self);
+  TORCH_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
+  check_on_device(out, op.device(), name, "out");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), name, ": expected out of dtype ", self.scalar_type(),
+              ", got ", out.scalar_type());
+  const auto iota = at::TensorOptions().device(op.device()).dtype(at::kInt);
+  const Tensor rows = at::arange(self.size(-2), iota).unsqueeze(1);
+  const Tensor cols = at::arange(self.size(-1), iota).unsqueeze(0);
+  const Tensor offset = at::sub(cols, rows);
+  const Tensor keep = lower ? at::le(offset, k) : at::ge(offset, k);
+  const Tensor zero = at::scalar_tensor(0, at::TensorOptions().dtype(self.scalar_type()));  // a CPU scalar operand
+  where_op(name, keep, self, zero, out.is_same(self) ? Mode::kInPlace : Mode::kOut, out);
+  return out;
+}
+Tensor& mlu_tril_out(const Tensor& s, std::int64_t k, Tensor& out) { return triangle_out("aten::tril.out", true, s, k, out); }
+Tensor& mlu_triu_out(const Tensor& s, std::int64_t k, Tensor& out) { return triangle_out("aten::triu.out", false, s, k, out); }
 
 // lerp.Scalar_out (lerp / lerp_ with a scalar weight reach it; torch.optim's Adam/AdamW foreach
 // path calls _foreach_lerp_, whose loop ends here).
@@ -1516,6 +1563,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLU_REGISTER_UNARY(abs, "abs")
   MLU_REGISTER_UNARY(relu, "relu")
   MLU_REGISTER_UNARY(exp, "exp")
+  MLU_REGISTER_UNARY(sin, "sin")
+  MLU_REGISTER_UNARY(cos, "cos")
   MLU_REGISTER_UNARY(log, "log")
   MLU_REGISTER_UNARY(sqrt, "sqrt")
   MLU_REGISTER_UNARY(rsqrt, "rsqrt")
@@ -1536,6 +1585,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLU_REGISTER_COMPARE(eq, "eq")
   m.impl("isneginf.out", TORCH_FN(mlu_isneginf_out));
   m.impl("lerp.Scalar_out", TORCH_FN(mlu_lerp_scalar_out));
+  m.impl("bitwise_and.Tensor_out", TORCH_FN(mlu_bitwise_and_out));
+  m.impl("bitwise_or.Tensor_out", TORCH_FN(mlu_bitwise_or_out));
+  m.impl("bitwise_xor.Tensor_out", TORCH_FN(mlu_bitwise_xor_out));
+  m.impl("tril.out", TORCH_FN(mlu_tril_out));
+  m.impl("triu.out", TORCH_FN(mlu_triu_out));
   m.impl("isposinf.out", TORCH_FN(mlu_isposinf_out));
   MLU_REGISTER_COMPARE(ne, "ne")
   MLU_REGISTER_COMPARE(lt, "lt")

@@ -15,6 +15,13 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/lt.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/broadcast_tensors.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
 
@@ -398,7 +405,59 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
 
 }  // namespace
 
+// ---- advanced indexing: x[i0, i1, ...] ----------------------------------------------------------------
+
+// index.Tensor with integer index tensors on the leading k dims (None only after them): the
+// indices broadcast together, negative ones wrap, flat = sum_j i_j * (size_{j+1} * ... *
+// size_{k-1}) is computed by elementwise integer kernels, and one index_select of self viewed as
+// [size_0 * ... * size_{k-1}, rest...] gathers the rows. Other forms (an index tensor after a None
+// or slice, boolean masks: they need nonzero) raise NotImplementedError. Out-of-range indices fault
+// the gather kernel (reported at the next synchronisation, like CUDA's device-side assert).
+Tensor& index_tensor_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices, Tensor& out) {
+  OpScope op("aten::index.Tensor_out", self);
+  const char* name = op.name();
+  check_on_device(out, op.device(), name, "out");
+  TORCH_CHECK_INDEX(static_cast<std::int64_t>(indices.size()) <= self.dim(), "too many indices for tensor of dimension ",
+                    self.dim(), " (got ", indices.size(), ")");
+  std::vector<Tensor> idx;
+  bool seen_none = false;
+  for (const std::optional<Tensor>& i : indices) {
+    if (!i.has_value() || !i->defined()) {
+      seen_none = true;
+      continue;
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(!seen_none, name, ": an index tensor after a None/slice is not supported on device mlu "
+                                "(index the leading dims, or permute first)");
+    TORCH_CHECK_NOT_IMPLEMENTED(i->scalar_type() != at::kBool && i->scalar_type() != at::kByte, name,
+                                ": boolean mask indices are not supported on device mlu (they need nonzero)");
+    TORCH_CHECK_INDEX(i->scalar_type() == at::kLong || i->scalar_type() == at::kInt, "tensors used as indices must be "
+                      "long, int, byte or bool tensors");
+    idx.push_back(i->device() == op.device() ? *i : i->to(op.device()));  // CPU indices are allowed, as for CUDA
+  }
+  const auto k = static_cast<std::int64_t>(idx.size());
+  TORCH_CHECK(k > 0, name, ": no index tensors");
+  const std::vector<Tensor> b = at::broadcast_tensors(idx);
+  Tensor flat;
+  std::int64_t rows = 1;
+  for (std::int64_t j = k - 1; j >= 0; --j) {
+    const std::int64_t size = self.size(j);
+    const Tensor wrapped = at::where(at::lt(b[j], 0), at::add(b[j], size), b[j]);
+    flat = flat.defined() ? at::add(flat, at::mul(wrapped, rows)) : (rows == 1 ? wrapped : at::mul(wrapped, rows));
+    rows *= size;
+  }
+  std::vector<std::int64_t> rest(self.sizes().begin() + k, self.sizes().end());
+  std::vector<std::int64_t> view_shape{rows};
+  view_shape.insert(view_shape.end(), rest.begin(), rest.end());
+  const Tensor gathered = at::index_select(self.reshape(view_shape), 0, flat.reshape({-1}));
+  std::vector<std::int64_t> shape(b[0].sizes().begin(), b[0].sizes().end());
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  at::native::resize_output(out, shape);
+  out.copy_(gathered.view(shape));
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("index_select.out", TORCH_FN(index_select_out));
   m.impl("gather", TORCH_FN(gather));

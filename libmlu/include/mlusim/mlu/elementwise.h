@@ -63,6 +63,7 @@ enum class UnaryOp : std::uint8_t {
   kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh, kSilu, kReciprocal,
   kGelu,      // x * 0.5 * (1 + erf(x / sqrt(2)))  (torch gelu, approximate='none')
   kGeluTanh,  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))  (approximate='tanh')
+  kSin, kCos,  // radians (rotary position embeddings)
 };
 
 // y = op(x). Floating ops on integral x compute in fp32 (torch: exp(int) -> float); y's dims must

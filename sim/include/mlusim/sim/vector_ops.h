@@ -19,6 +19,7 @@ enum class VecUnaryOp : std::uint8_t {
   kCopy, kNeg, kAbs, kSquare, kRecip,
   kExp, kLog, kSqrt, kRsqrt, kSigmoid, kTanh, kGelu /* tanh approximation-free erf form */, kSilu,
   kRelu, kNot,
+  kSin, kCos,  // radians; transcendental cost
 };
 
 // dst[r] = OP over src[r*n .. r*n+n) for each of `rows` rows.
