@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -156,17 +157,24 @@ at::Tensor first_tensor(const c10::IValue& v) {
 
 // Module::to() would call set_data() on every parameter, which torch refuses between CPU and
 // PrivateUse1 tensors (not "compatible shallow-copy types"); nn.Module.to() replaces them
-// instead, and so does this: every parameter and buffer of every submodule is set anew.
+// instead, and so does this: every parameter and buffer of every submodule is set anew. A tensor
+// shared by several attributes (tied weights: an LM head and its token embedding) is moved once
+// and stays shared.
 void move_module(torch::jit::Module& module, const c10::Device& device, at::ScalarType dtype) {
+  // source TensorImpl -> {source (kept alive so its address is not reused), moved copy}
+  std::map<const c10::TensorImpl*, std::pair<at::Tensor, at::Tensor>> moved_once;
   for (torch::jit::Module m : module.modules()) {
     std::vector<std::pair<std::string, at::Tensor>> moved;
     for (const auto& p : m.named_parameters(/*recurse=*/false)) moved.emplace_back(p.name, p.value);
     for (const auto& b : m.named_buffers(/*recurse=*/false)) moved.emplace_back(b.name, b.value);
     for (auto& [name, t] : moved) {
-      const bool requires_grad = t.requires_grad();
-      at::Tensor d = t.is_floating_point() ? t.detach().to(device, dtype) : t.detach().to(device);
-      if (requires_grad) d.set_requires_grad(true);
-      m.setattr(name, d);
+      auto [it, is_new] = moved_once.try_emplace(t.unsafeGetTensorImpl());
+      if (is_new) {
+        at::Tensor d = t.is_floating_point() ? t.detach().to(device, dtype) : t.detach().to(device);
+        if (t.requires_grad()) d.set_requires_grad(true);
+        it->second = {t, d};
+      }
+      m.setattr(name, it->second.second);
     }
   }
 }
