@@ -114,19 +114,6 @@ struct MluDeviceAllocator final : public c10::DeviceAllocator {
   std::pair<std::size_t, std::size_t> getMemoryInfo(c10::DeviceIndex device) override {
     return with_torch_errors([&] { return mem_get_info(device); });
   }
-
- private:
-  // api.h calls throw std exceptions; torch's callers expect c10::Error.
-  template <typename F>
-  static auto with_torch_errors(F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const c10::Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      C10_THROW_ERROR(Error, e.what());
-    }
-  }
 };
 
 void free_pinned(void* ptr) {

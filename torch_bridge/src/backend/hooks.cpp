@@ -16,17 +16,6 @@
 namespace mlusim::bridge {
 namespace {
 
-template <typename F>
-auto with_torch_errors(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const c10::Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    C10_THROW_ERROR(Error, e.what());
-  }
-}
-
 struct MluHooks final : public at::PrivateUse1HooksInterface {
   void init() const override { ensure_started(); }
   bool isBuilt() const override { return true; }

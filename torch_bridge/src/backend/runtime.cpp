@@ -183,27 +183,15 @@ struct MluGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
   void synchronizeEvent(void* event) const override {
-    if (!event) return;
-    try {
-      notifier_synchronize(reinterpret_cast<std::uintptr_t>(event));
-    } catch (const std::exception& e) {
-      rethrow_as_torch(e);
-    }
+    if (event) with_torch_errors([&] { notifier_synchronize(reinterpret_cast<std::uintptr_t>(event)); });
   }
   double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device_index*/) const override {
     TORCH_CHECK(start && end, "elapsed_time: both events must be recorded first");
-    try {
-      return notifier_elapsed_ms(reinterpret_cast<std::uintptr_t>(start), reinterpret_cast<std::uintptr_t>(end));
-    } catch (const std::exception& e) {
-      rethrow_as_torch(e);
-    }
+    return with_torch_errors(
+        [&] { return notifier_elapsed_ms(reinterpret_cast<std::uintptr_t>(start), reinterpret_cast<std::uintptr_t>(end)); });
   }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
-    try {
-      synchronize(device_index);
-    } catch (const std::exception& e) {
-      rethrow_as_torch(e);
-    }
+    with_torch_errors([&] { synchronize(device_index); });
   }
   c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count()); }
   // The dtypes device tensors may have: the VFU/TFU dtypes (fp32, fp16, int32, int8, bool), int64

@@ -1,6 +1,6 @@
 // What ATen kernels of the bridge (and of the libmlu op follow-up) use: c10 streams <-> CNRT
 // queues, the current queue, the allocators, and turning CNRT failures into c10 errors.
-// Includes c10 headers only (cheap).
+// Includes c10 and ATen/core headers only (cheap).
 //
 // Kernel checklist: put a c10::DeviceGuard on the output's device (the dispatcher does not do it
 // for out-of-tree backends; CNRT's NULL queue is the *current* device's default queue), enqueue
@@ -11,6 +11,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/Storage.h>
 #include <c10/core/Stream.h>
+#include <c10/util/Exception.h>
 #include <ATen/core/Generator.h>
 
 #include <optional>
@@ -26,6 +27,19 @@ constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
 cnrtQueue_t queue_of(const c10::Stream& stream);
 c10::Stream current_stream(int device = -1);
 cnrtQueue_t current_queue(int device = -1);
+
+// Runs `f`, turning the std exceptions api.h's calls throw into c10::Error, which torch's callers
+// expect (c10::Errors pass through unchanged).
+template <typename F>
+auto with_torch_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    C10_THROW_ERROR(Error, e.what());
+  }
+}
 
 // Throws c10::Error: "<what> failed: <cnrt error name>: <driver message>".
 [[noreturn]] void throw_cnrt_error(cnrtRet_t ret, const char* what);
