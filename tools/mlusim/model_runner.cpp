@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -228,6 +230,52 @@ std::vector<std::string> builtin_model_names() {
   return names;
 }
 
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A torch.export program (.pt2) as TorchScript: pt2_to_torchscript.py (beside the built-in
+// models) traces it with the venv's python ($MLUSIM_PYTHON, else the one the build used) into a
+// cache folder keyed by the file's path, size and modification time; later runs reuse it.
+fs::path convert_exported_program(const fs::path& program) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(program, ec);
+  const std::string key = absolute.string() + "|" + std::to_string(fs::file_size(program, ec)) + "|" +
+                          std::to_string(fs::last_write_time(program, ec).time_since_epoch().count());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
+  const fs::path dir = fs::temp_directory_path() / ("mlusim-pt2-" + std::string(hex));
+  const fs::path out = dir / (program.stem().string() + ".pt"), sidecar = dir / (program.stem().string() + ".json");
+  if (fs::is_regular_file(out, ec) && fs::is_regular_file(sidecar, ec)) return out;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::invalid_argument("model " + program.string() + ": cannot create " + dir.string() + ": " + ec.message());
+  const char* env = std::getenv("MLUSIM_PYTHON");
+  const std::string python = env != nullptr && *env != '\0' ? env : MLUSIM_PYTHON_EXECUTABLE;
+  const fs::path script = model_dir() / "pt2_to_torchscript.py";
+  if (!fs::is_regular_file(script, ec))
+    throw std::invalid_argument("model " + program.string() + ": " + script.string() +
+                                " is missing; build the target mlusim_models (or set MLUSIM_MODEL_DIR)");
+  const fs::path log = dir / "convert.log";
+  const std::string command = shell_quote(python) + " " + shell_quote(script.string()) + " " +
+                              shell_quote(absolute.string()) + " " + shell_quote(out.string()) + " " +
+                              shell_quote(sidecar.string()) + " >" + shell_quote(log.string()) + " 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream in(log);
+    std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    fs::remove(out, ec);
+    throw std::invalid_argument("model " + program.string() + ": converting the torch.export program with " + python +
+                                " failed: " + (message.empty() ? "no output (is it the project venv's python?)" : message));
+  }
+  return out;
+}
+
+}  // namespace
+
 ModelSpec resolve_model(const std::string& name_or_path, const std::vector<std::string>& input_shapes) {
   ModelSpec spec;
   const auto names = builtin_model_names();
@@ -245,9 +293,10 @@ ModelSpec resolve_model(const std::string& name_or_path, const std::vector<std::
       std::string known;
       for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
       throw std::invalid_argument("model '" + name_or_path + "' is neither a built-in model (" + known +
-                                  ") nor a TorchScript file");
+                                  ") nor a TorchScript (.pt) or torch.export (.pt2) file");
     }
     spec.name = spec.file.stem().string();
+    if (spec.file.extension() == ".pt2") spec.file = convert_exported_program(spec.file);
   }
   fs::path sidecar = spec.file;
   sidecar.replace_extension(".json");
