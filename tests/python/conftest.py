@@ -1,6 +1,6 @@
 """pytest setup for torch_mlu: the tiny preset (64 MiB of DRAM, fast) unless MLUSIM_CONFIG says
 otherwise, the presets of this source tree, and the package from the build tree (ctest sets
-PYTHONPATH; by hand: PYTHONPATH=<build>/python /usr/bin/python3 -m pytest tests/python)."""
+PYTHONPATH; by hand, after a build: .venv/bin/python -m pytest tests/python)."""
 
 import os
 import pathlib
@@ -47,7 +47,7 @@ def big_dram():
 
 
 def run_python(code, env=None, timeout=120):
-    """Runs `code` in a fresh /usr/bin/python3 with this process's environment (plus `env`)."""
+    """Runs `code` in a fresh python (this one: the venv's) with this process's environment (plus `env`)."""
     import subprocess
     import sys
 
