@@ -166,7 +166,11 @@ def test_conv1d(dev):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1, output_padding=1, groups=2),
-                                dict(stride=(2, 3), padding=(0, 1), dilation=(1, 2), output_padding=(1, 2))], ids=str)
+                                dict(stride=(2, 3), padding=(0, 1), dilation=(1, 2), output_padding=(1, 2)),
+                                # output_padding >= stride (allowed below the dilation): the transposed
+                                # input is zero-extended for the device's backward-data convolution
+                                dict(stride=(3, 2), padding=(1, 2), dilation=(4, 4), output_padding=(2, 3), groups=2)],
+                         ids=str)
 def test_conv_transpose2d(dev, dtype, kw):
     groups = kw.get("groups", 1)
     x = rand(2, 4, 5, 6, dtype=dtype, seed=20)

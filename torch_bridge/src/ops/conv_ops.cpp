@@ -196,6 +196,19 @@ void check_output_padding(const char* op, IntArrayRef output_padding, bool trans
   }
 }
 
+// A transposed convolution's input seen as the gradient of the convolution whose input is the
+// transposed output: with output_padding >= stride, that convolution's output (out_size of the
+// transposed output) has more rows/columns than the transposed input. The extra positions take no
+// part in the transposed convolution, so they are zeros: `t` padded with zeros at the bottom and
+// right to [.., h, w] (t itself when it already has that size).
+Tensor zero_extended(OpScope& op, const Tensor& t, std::int64_t h, std::int64_t w) {
+  if (t.size(2) == h && t.size(3) == w) return t;
+  Tensor full = empty_conv(op, {t.size(0), t.size(1), h, w}, t.scalar_type(), own_format(t));
+  full.zero_();
+  full.narrow(2, 0, t.size(2)).narrow(3, 0, t.size(3)).copy_(t);
+  return full;
+}
+
 std::int64_t output_pad(IntArrayRef output_padding, std::size_t i) {
   return output_padding.size() > i ? output_padding[i] : 0;
 }
@@ -237,7 +250,7 @@ Tensor mlu_convolution(const Tensor& input, const Tensor& weight, const c10::opt
   TORCH_CHECK(oh > 0 && ow > 0, op.name(), ": the transposed convolution of input ", input.sizes(), " with weight ",
               weight.sizes(), " has an empty output (", oh, "x", ow, ")");
   Tensor out = empty_conv(op, {input.size(0), weight.size(1) * groups, oh, ow}, input.scalar_type(), fmt);
-  backward_data(op, p, input, weight, out);
+  backward_data(op, p, zero_extended(op, input, out_size(oh, kh, p, 0), out_size(ow, kw, p, 1)), weight, out);
   if (bias.defined()) add_bias(op, out, bias);
   return out;
 }
@@ -255,13 +268,20 @@ std::tuple<Tensor, Tensor, Tensor> mlu_convolution_backward(const Tensor& grad_o
               grad_output.sizes());
   const mlu::ConvParams p = conv_params(op.name(), stride, padding, dilation, groups);
   check_output_padding(op.name(), output_padding, transposed, p);
-  // The convolution libmlu sees: its input x and its output's gradient dy.
+  // The convolution libmlu sees: its input x and its output's gradient dy (a transposed
+  // convolution's input, zero-extended where output_padding >= stride: see zero_extended).
+  const std::int64_t kh = weight.size(2), kw = weight.size(3);
   const Tensor& x = transposed ? grad_output : input;
-  const Tensor& dy = transposed ? input : grad_output;
+  const Tensor dy = transposed ? zero_extended(op, input, out_size(x.size(2), kh, p, 0), out_size(x.size(3), kw, p, 1))
+                               : grad_output;
   Tensor grad_input, grad_weight, grad_bias;
   if (output_mask[0]) {
     grad_input = empty_conv(op, input.sizes(), input.scalar_type(), own_format(input));
-    if (transposed) {
+    if (transposed && dy.sizes() != input.sizes()) {
+      Tensor full = empty_conv(op, dy.sizes(), input.scalar_type(), own_format(input));
+      forward(op, p, grad_output, weight, nullptr, full);
+      grad_input.copy_(full.narrow(2, 0, input.size(2)).narrow(3, 0, input.size(3)));
+    } else if (transposed) {
       forward(op, p, grad_output, weight, nullptr, grad_input);
     } else {
       backward_data(op, p, grad_output, weight, grad_input);

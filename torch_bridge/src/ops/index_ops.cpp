@@ -109,7 +109,8 @@ std::int64_t nonempty_size(const Tensor& t, std::int64_t d) { return t.dim() == 
 Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out, bool allocate) {
   const char* name = op.name();
   check_on_device(index, op.device(), name, "index");
-  TORCH_CHECK(index.scalar_type() == at::kLong, "gather(): Expected dtype int64 for index");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "gather(): Expected dtype int32/int64 for index");
   if (!allocate) check_out_dtype(out, self.scalar_type(), name);
   dim = wrap_dim(dim, self.dim(), name);
   if (index.numel() > 0) {
@@ -149,7 +150,8 @@ Tensor& gather_out(const Tensor& self, std::int64_t dim, const Tensor& index, bo
 // ---- scatter_add ------------------------------------------------------------------------------------
 
 void scatter_checks(const char* name, const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
-  TORCH_CHECK(index.scalar_type() == at::kLong, "scatter(): Expected dtype int64 for index");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "scatter(): Expected dtype int32/int64 for index");
   TORCH_CHECK(src.scalar_type() == self.scalar_type(), "scatter(): Expected self.dtype to be equal to src.dtype");
   if (index.numel() == 0) return;
   TORCH_CHECK(nonempty_dim(self) == nonempty_dim(index),
