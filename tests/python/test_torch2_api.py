@@ -140,6 +140,18 @@ def test_caching_allocator_alloc_and_delete(dev):
         torch.mlu.caching_allocator_alloc(512, stream=3)
 
 
+def test_dataloader_pins_batches_and_oom_is_torchs(dev):
+    data = torch.utils.data.TensorDataset(torch.randn(10, 3), torch.arange(10))
+    for x, y in torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True):
+        assert x.is_pinned() and y.is_pinned()
+        assert torch.equal(x.to(dev, non_blocking=True).cpu(), x)
+    with pytest.raises(torch.mlu.OutOfMemoryError, match="MLU out of memory"):
+        torch.empty(1 << 40, device=dev)
+    assert torch.mlu.OutOfMemoryError is torch.OutOfMemoryError
+    assert not torch.mlu.is_current_stream_capturing()
+    torch.ones(3, device=dev)  # the allocator is still usable
+
+
 def test_pin_memory_without_a_device_argument(dev):
     x = torch.randn(256)
     p = x.pin_memory()

@@ -22,6 +22,7 @@ import torch
 from . import _C
 
 DEVICE_TYPE = "mlu"
+OutOfMemoryError = torch.OutOfMemoryError  # raised by the caching allocator (torch.cuda.OutOfMemoryError)
 
 # libmlusim_torch registers the name "mlu" with c10 when it loads (for C++ programs too); torch's
 # Python side learns it here.
@@ -157,6 +158,11 @@ def get_amp_supported_dtype():
     return dtypes
 
 
+def is_current_stream_capturing():
+    """Always False: the simulated device has no graph capture (torch.cuda.is_current_stream_capturing)."""
+    return False
+
+
 def set_cpu_fallback(enabled):
     """Runs ops without a device kernel on the CPU (warning once per op, counted) instead of raising."""
     _C.set_cpu_fallback(bool(enabled))
@@ -231,7 +237,7 @@ if not hasattr(torch.Tensor, "is_" + DEVICE_TYPE):
                                                          for_packed_sequence=True, for_storage=True)
 
 __all__ = [
-    "DEVICE_TYPE", "Event", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
+    "DEVICE_TYPE", "Event", "OutOfMemoryError", "is_current_stream_capturing", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
     "caching_allocator_delete", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
     "current_device", "current_queue", "current_stream", "cycle_report", "default_queue", "default_stream",
     "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "fuse",
