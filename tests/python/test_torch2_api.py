@@ -162,3 +162,21 @@ def test_pin_memory_without_a_device_argument(dev):
     d = p.to(dev, non_blocking=True)
     torch.mlu.synchronize()
     assert torch.equal(d.cpu(), x)
+
+
+def test_generators_of_every_device_after_a_reload():
+    torch.mlu.load_config("tiny", ["devices=2"])
+    try:
+        torch.manual_seed(5)
+        assert [torch.mlu.initial_seed(i) for i in range(2)] == [5, 5]
+        torch.mlu.manual_seed(9, device=1)
+        assert torch.mlu.initial_seed(0) == 5 and torch.mlu.initial_seed(1) == 9
+        assert torch.equal(torch.mlu.get_rng_state(0)[8:], torch.zeros(8, dtype=torch.uint8))  # offset 0
+        g = torch.Generator(device="mlu:1")
+        assert g.device == torch.device("mlu:1")
+        a = torch.empty(64, device="mlu:1").bernoulli_(0.5).cpu()
+        torch.mlu.manual_seed(9, device=1)
+        assert torch.equal(torch.empty(64, device="mlu:1").bernoulli_(0.5).cpu(), a)
+        del a
+    finally:
+        torch.mlu.load_config("tiny")

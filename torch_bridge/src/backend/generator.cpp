@@ -7,9 +7,9 @@
 // State tensors (torch.mlu.get_rng_state) are 16 bytes as CUDA's: seed then offset, both uint64
 // in host byte order.
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <random>
-#include <vector>
 
 #include <ATen/Utils.h>
 #include <ATen/core/Generator.h>
@@ -84,10 +84,10 @@ class MluGeneratorImpl final : public c10::GeneratorImpl {
 };
 
 // The default generators, one per device, made on first use and never destroyed (torch keeps
-// references to them). A config reload with more devices adds generators; existing ones keep
-// their state.
+// references to them: a deque, so adding one never moves the others). A config reload with more
+// devices adds generators; existing ones keep their state.
 std::mutex g_defaults_mu;
-std::vector<at::Generator> g_defaults;
+std::deque<at::Generator> g_defaults;
 std::uint64_t g_global_seed = kDefaultSeed;  // the last manual_seed for all devices
 
 MluGeneratorImpl& impl_of(const at::Generator& g) { return *at::check_generator<MluGeneratorImpl>(g); }
