@@ -704,8 +704,14 @@ def test_errors_name_the_op_and_keep_the_device_usable(dev):
         a.mul_(torch.ones(4, 2, 3, device=dev))
     with pytest.raises(RuntimeError, match=r"aten::add\.Tensor: expected other on mlu:0"):
         a + torch.ones(2, 3)
-    with pytest.raises(NotImplementedError, match=r"aten::exp: .*fp64.*device mlu"):
-        torch.exp(torch.ones(3, dtype=torch.float64, device=dev))
+    # float64 unary ops compute in fp32 on the device (no fp64 VFU arithmetic) and return float64
+    d64 = torch.tensor([0.5, 2.0, -3.0], dtype=torch.float64)
+    for fn in (torch.exp, torch.reciprocal, torch.sin):
+        got = fn(d64.to(dev))
+        assert got.dtype == torch.float64
+        torch.testing.assert_close(got.cpu(), fn(d64), rtol=1e-6, atol=1e-7)
+    with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: .*(fp64|Double)"):
+        torch.ones(3, dtype=torch.float64, device=dev) + torch.ones(3, dtype=torch.float64, device=dev)
     with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: dtype Short is not supported on device mlu"):
         torch.ones(3, dtype=torch.int16, device=dev) + 1
     with pytest.raises(RuntimeError, match=r"aten::add_\.Tensor: unsupported operation: some elements of the input"):

@@ -222,6 +222,7 @@ from .random import (  # noqa: E402
 from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
+from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
 from . import _patches  # noqa: E402
 
 device_guard = device  # mlusim's name before torch 2
@@ -235,9 +236,12 @@ if getattr(torch, DEVICE_TYPE, None) is None:
 if not hasattr(torch.Tensor, "is_" + DEVICE_TYPE):
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                          for_packed_sequence=True, for_storage=True)
+# torch.autocast("mlu") without a dtype means float16, as on CUDA (torch's default for a
+# PrivateUse1 device is bfloat16, which the MLU300 class does not compute).
+torch.set_autocast_dtype(DEVICE_TYPE, torch.float16)
 
 __all__ = [
-    "DEVICE_TYPE", "Event", "OutOfMemoryError", "is_current_stream_capturing", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
+    "DEVICE_TYPE", "Event", "OutOfMemoryError", "amp", "is_current_stream_capturing", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
     "caching_allocator_delete", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
     "current_device", "current_queue", "current_stream", "cycle_report", "default_queue", "default_stream",
     "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "fuse",

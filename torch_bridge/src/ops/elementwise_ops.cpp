@@ -464,6 +464,13 @@ Tensor unary_op(const char* name, mlu::UnaryOp u, UnaryKind kind, const Tensor& 
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, self.sizes(), common, common, self);
   check_overlap(name, out, {&self});
+  if (common == at::kDouble) {
+    // The VFU has no fp64 arithmetic: computed in fp32 (input narrowed and result widened by device
+    // copies), as vendor stacks do on hardware without fp64 units: ~1e-7 relative error, and values
+    // outside fp32's range become inf / 0. (torch.amp.GradScaler takes 1 / scale in float64.)
+    out.copy_(unary_op(name, u, kind, self.to(at::kFloat), Mode::kNew, Tensor()));
+    return out;
+  }
   run_into(op, out, common, [&](const Tensor& y) {
     op.check(mlu::unary(op.handle(), u, desc(self, name), self.data_ptr(), desc(y, name), y.data_ptr()), "unary");
   });
