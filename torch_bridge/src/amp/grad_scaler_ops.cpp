@@ -57,9 +57,8 @@ Tensor& update_scale_(Tensor& scale, Tensor& growth_tracker, const Tensor& found
   const Tensor found = at::gt(found_inf, 0);
   const Tensor counted = at::where(found, at::zeros_like(growth_tracker), at::add(growth_tracker, 1));
   const Tensor grown = at::mul(scale, growth_factor);
-  const Tensor grow = at::logical_and(at::logical_and(at::logical_not(found), at::eq(counted, growth_interval)),
-                                      at::isfinite(grown));
   const Tensor reached = at::logical_and(at::logical_not(found), at::eq(counted, growth_interval));
+  const Tensor grow = at::logical_and(reached, at::isfinite(grown));
   scale.copy_(at::where(found, at::mul(scale, backoff_factor), at::where(grow, grown, scale)));
   growth_tracker.copy_(at::where(reached, at::zeros_like(counted), counted));
   return scale;

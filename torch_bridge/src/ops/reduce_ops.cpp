@@ -20,10 +20,9 @@
 #include <ATen/ops/amax.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/sub.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/mm.h>
-#include <ATen/ops/le.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/ne.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
@@ -327,9 +326,7 @@ Tensor& any_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, Tensor& 
 constexpr std::int64_t kScanBlock = 256;
 
 Tensor upper_ones(std::int64_t n, const c10::Device& device) {
-  const auto iota = at::TensorOptions().device(device).dtype(at::kInt);
-  const Tensor rows = at::arange(n, iota).unsqueeze(1), cols = at::arange(n, iota).unsqueeze(0);
-  return at::le(rows, cols).to(at::kFloat);
+  return at::ones({n, n}, at::TensorOptions().device(device).dtype(at::kFloat)).triu();  // the triu kernel
 }
 
 Tensor scan_last_dim(const Tensor& x) {
