@@ -9,6 +9,7 @@
 #include <set>
 
 #include "commands.h"
+#include "numeric_options.h"
 #include "model_runner.h"
 #include "run_options.h"
 
@@ -80,7 +81,9 @@ Command add_compare_command(CLI::App& app) {
   cmd->add_option("-c,--config", *configs, "Hardware preset or YAML file (at least two; repeatable or comma separated)")
       ->required()
       ->delimiter(',');
-  cmd->add_option("--top", *top, "Ops listed: the union of each config's top N by cycles")->capture_default_str();
+  cmd->add_option("--top", *top, "Ops listed: the union of each config's top N by cycles")
+      ->capture_default_str()
+      ->check(integer_in(1, 100000));
   cmd->add_option("--report", *report, "Write every run's JSON report into one file");
   return [opts, configs, report, top] {
     if (configs->size() < 2) throw std::invalid_argument("compare: give at least two configs (-c A -c B or -c A,B)");

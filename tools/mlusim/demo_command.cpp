@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "numeric_options.h"
 #include "config_options.h"
 #include "mlusim/sim/examples/tiled_gemm.h"
 #include "mlusim/sim/report.h"
@@ -120,9 +121,9 @@ Command add_demo_command(CLI::App& app) {
   auto o = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand("demo", "run a tiled GEMM kernel on a simulated device and report its cycles");
   o->config.add_to(*cmd);
-  cmd->add_option("-m", o->m, "rows of A and C")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-k", o->k, "columns of A, rows of B")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-n", o->n, "columns of B and C")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-m", o->m, "rows of A and C")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
+  cmd->add_option("-k", o->k, "columns of A, rows of B")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
+  cmd->add_option("-n", o->n, "columns of B and C")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "element type")->check(CLI::IsMember({"fp16", "fp32"}))->capture_default_str();
   cmd->add_flag("--timing-only", o->timing_only, "skip floating-point arithmetic (same cycles, no results)");
   auto* trace = cmd->add_option("--trace", o->trace, "Chrome trace-event JSON output")->capture_default_str();

@@ -12,29 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "mlusim/torch/fusion.h"
+#include "model_spec.h"
 
 namespace mlusim::cli {
-
-// A model: its TorchScript file and what its sidecar says (inputs with -1 for the batch, the
-// training loss "cross_entropy" (with `classes`) or "mse").
-struct ModelSpec {
-  std::string name;
-  std::filesystem::path file;
-  std::vector<std::vector<std::int64_t>> inputs;
-  std::string loss = "mse";
-  std::int64_t classes = 0;
-  std::int64_t vocab = 0;  // > 0: the inputs are token ids in [0, vocab) (language models)
-  std::string description;
-};
-
-// The built-in models' folder: $MLUSIM_MODEL_DIR, else <prefix>/share/mlusim/models beside an
-// installed mlusim, else the build tree's models/.
-std::filesystem::path model_dir();
-std::vector<std::string> builtin_model_names();
-// A built-in name or a TorchScript file (.pt); `input_shapes` ("1,3,224,224", -1 or B = batch)
-// replace the sidecar's inputs and are required for files without one. Throws
-// std::invalid_argument naming what to fix.
-ModelSpec resolve_model(const std::string& name_or_path, const std::vector<std::string>& input_shapes);
 
 struct RunOptions {
   ModelSpec model;

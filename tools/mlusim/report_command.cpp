@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "numeric_options.h"
 #include "html_report.h"
 
 namespace mlusim::cli {
@@ -129,7 +130,7 @@ Command add_report_command(CLI::App& app) {
                   "the run's Chrome trace JSON (default: the run's \"trace\" field, relative to the run report)");
   cmd->add_option("-o,--output", o->output, "the HTML file to write (default: RUN with .html instead of .json)");
   cmd->add_option("--max-bars", o->max_bars, "timeline slices drawn one by one; shorter ones are merged")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+      ->check(integer_in(1, 1000000))
       ->capture_default_str();
   return [o] {
     try {

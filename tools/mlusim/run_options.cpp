@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "mlusim/sim/config.h"
+#include "numeric_options.h"
 
 namespace mlusim::cli {
 
@@ -19,15 +21,17 @@ void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
     cmd.add_option("-c,--config", config, "Hardware preset or YAML file")->capture_default_str();
     cmd.add_option("--set", sets, "Override a config key, key=value (repeatable)");
   }
-  cmd.add_option("-b,--batch", batch, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("-b,--batch", batch, "Batch size")->capture_default_str()->check(integer_in(1, kMaxBatch));
   cmd.add_option("--dtype", dtype, "Data type of weights and activations")
       ->capture_default_str()
       ->check(CLI::IsMember({"float32", "float16"}));
   cmd.add_flag("--train", train, "One training step per iteration: forward, backward, SGD (default: inference)");
-  cmd.add_option("-n,--iterations", iterations, "Measured iterations")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("-n,--iterations", iterations, "Measured iterations")
+      ->capture_default_str()
+      ->check(integer_in(1, kMaxIterations));
   cmd.add_option("--warmup", warmup, "Unmeasured iterations first (allocator cache, handles)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, kMaxIterations));
   cmd.add_flag("--timing-only", timing_only,
                "Skip floating-point arithmetic in kernels (same simulated time, less host time, results meaningless)");
   cmd.add_flag("--fallback", fallback,
@@ -35,8 +39,12 @@ void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
   cmd.add_option("--trace-level", trace_level, "Trace detail: ops, or intrinsics (large)")
       ->capture_default_str()
       ->check(CLI::IsMember({"ops", "intrinsics"}));
-  cmd.add_option("--lr", learning_rate, "SGD learning rate for --train")->capture_default_str();
-  cmd.add_option("--seed", seed, "Seed of the random inputs, labels and device generator")->capture_default_str();
+  cmd.add_option("--lr", learning_rate, "SGD learning rate for --train")
+      ->capture_default_str()
+      ->check(real_in(0, std::numeric_limits<double>::infinity()));
+  cmd.add_option("--seed", seed, "Seed of the random inputs, labels and device generator")
+      ->capture_default_str()
+      ->check(integer_in(0));
   cmd.add_flag("--no-progress", no_progress, "No progress line on stderr");
   cmd.add_flag("--fuse", fuse,
                "Inference with the graph fused (conv+BN+activation, linear+activation, elementwise chains); "

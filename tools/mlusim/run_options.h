@@ -11,6 +11,11 @@
 
 namespace mlusim::cli {
 
+// Bounds of the numeric options (a batch beyond this is no simulated workload anyone runs; the
+// iteration counts keep a run's simulated time far inside 64-bit picoseconds).
+constexpr std::int64_t kMaxBatch = 65536;
+constexpr std::int64_t kMaxIterations = 1000000;
+
 struct ModelRunOptions {
   std::string model;
   std::vector<std::string> input_shapes;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "numeric_options.h"
 #include "config_options.h"
 #include "mlusim/sim/kernel_api.h"
 #include "mlusim/sim/simulator.h"
@@ -74,9 +75,9 @@ Command add_tfu_command(CLI::App& app) {
   auto o = std::make_shared<TfuOptions>();
   CLI::App* cmd = app.add_subcommand("tfu", "cycles of one TFU matmul intrinsic (compare with SCALE-Sim)");
   o->config.add_to(*cmd);
-  cmd->add_option("-m", o->m, "rows of A (output-stationary: array rows)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-k", o->k, "columns of A, rows of B")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-n", o->n, "columns of B (array columns)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-m", o->m, "rows of A (output-stationary: array rows)")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
+  cmd->add_option("-k", o->k, "columns of A, rows of B")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
+  cmd->add_option("-n", o->n, "columns of B (array columns)")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "input type")->check(CLI::IsMember({"int8", "fp16", "fp32"}))->capture_default_str();
   return [o] { return run_tfu(*o); };
 }
