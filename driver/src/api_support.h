@@ -1,6 +1,7 @@
 // The prologue and epilogue every cnrt*/mlusim* entry point shares: start the runtime, bring
 // the thread into the current generation, charge the call's host cost, turn exceptions into
-// codes (no exception crosses the C boundary) and let a host function's hold follow its clock.
+// codes (no exception crosses the C boundary; simulated time that would pass 2^64 ps is
+// cnrtErrorNotSupport with the quantity named) and let a host function's hold follow its clock.
 #pragma once
 
 #include <cstring>
@@ -31,11 +32,13 @@ cnrtRet_t api_call(HostCost cost, Body&& body) {
   cnrtRet_t ret = cnrtSuccess;
   try {
     rt->adopt(t);
-    if (cost == HostCost::kApiCall) t.clock += rt->api_cost();
-    if (cost == HostCost::kLaunch) t.clock += rt->launch_cost();
+    if (cost == HostCost::kApiCall) t.clock = sim::add_ps(t.clock, rt->api_cost(), "host clock after an API call");
+    if (cost == HostCost::kLaunch) t.clock = sim::add_ps(t.clock, rt->launch_cost(), "host clock after a launch");
     ret = body(*rt, t);
   } catch (const std::bad_alloc&) {
     ret = t.fail(cnrtErrorSysNoMem, "out of host memory");
+  } catch (const sim::SimTimeOverflow& e) {
+    ret = t.fail(cnrtErrorNotSupport, e.what());
   } catch (const std::exception& e) {
     ret = t.fail(cnrtErrorUnknown, std::string("mlusim internal error: ") + e.what());
   } catch (...) {

@@ -242,6 +242,8 @@ void Runtime::start_op(const OpPtr& op) {
     start_op_unchecked(op);
   } catch (const std::bad_alloc&) {
     finish(op, cnrtErrorSysNoMem, "out of host memory while starting '" + op->label + "'");
+  } catch (const sim::SimTimeOverflow& e) {
+    finish(op, cnrtErrorNotSupport, "'" + op->label + "': " + e.what());
   } catch (const std::exception& e) {
     finish(op, cnrtErrorUnknown, "mlusim internal error while starting '" + op->label + "': " + e.what());
   }
@@ -260,8 +262,10 @@ void Runtime::start_op_unchecked(const OpPtr& op) {
         return;
       }
       device.submit(std::move(op->launch), [this, op](const sim::KernelRecord& r) {
+        // The launch tag (the PyTorch op, mlusimSetLaunchTag) names who launched the kernel.
+        const std::string who = r.tag.empty() ? "" : " (launched by " + r.tag + ")";
         finish(op, r.faulted ? cnrtErrorKernelTrap : cnrtSuccess,
-               r.faulted ? "kernel '" + r.name + "' faulted: " + r.fault : std::string());
+               r.faulted ? "kernel '" + r.name + "'" + who + " faulted: " + r.fault : std::string());
       });
       return;
     }

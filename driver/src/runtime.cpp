@@ -44,7 +44,7 @@ std::uint64_t decode(const void* handle, std::uintptr_t tag) {
   return (v & kIdMask) >> 4;
 }
 
-Picos host_cost_ps(double ns) { return std::max<Picos>(1, sim::ceil_ps(ns * 1000.0)); }
+Picos host_cost_ps(double ns) { return std::max<Picos>(1, sim::ceil_ps(ns * 1000.0, "host API call cost")); }
 
 std::string hex(std::uint64_t v) {
   char buf[32];

@@ -154,10 +154,10 @@ class FieldReader {
     const Rule& rule = field_.rule;
     const bool low = rule.min_exclusive ? x <= rule.min : x < rule.min;
     const bool high = x > rule.max;
-    if (!low && !high) return;
+    if ((!low && !high) || (rule.zero_allowed && x == 0)) return;
     std::string bound;
     if (std::isfinite(rule.min) && std::isfinite(rule.max)) {
-      bound = "between " + show(rule.min) + " and " + show(rule.max);
+      bound = std::string(rule.zero_allowed ? "0 or " : "") + "between " + show(rule.min) + " and " + show(rule.max);
     } else if (low) {
       bound = (rule.min_exclusive ? "> " : ">= ") + show(rule.min);
     } else {

@@ -9,6 +9,30 @@ using HC = HardwareConfig;
 constexpr double kOnChipLimit = 4.0 * 1024 * 1024 * 1024;
 constexpr const char* kOnChipWhy = "the on-chip address space is 32 bits";
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kTiB = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+
+// Bounds that keep simulated time exact and representable (sim_time.h: 64-bit picoseconds, at
+// most 2^64 - 1 ps = 213.5 days). Within them the longest single duration an accepted config can
+// produce is a whole-DRAM transfer at the slowest rate, 1 TiB at 1 MB/s = 1.1e18 ps (12.7 days),
+// and every per-call, per-access or per-cycle cost is at most a second, so any accepted config can
+// simulate at least a day of device time; what still overflows raises SimTimeOverflow.
+// Clocks: 1 MHz (a 1e6 ps period: a day is 8.64e10 cycles) to 100 GHz (a 10 ps period, ten times
+// the 1 ps time resolution, so rounding a cycle up to whole ps costs at most 10%).
+constexpr double kMinMhz = 1, kMaxMhz = 100000;
+constexpr const char* kClockWhy = "1 MHz to 100 GHz keeps a cycle between 10 ps and 1 us of 64-bit picosecond time";
+// Rates: 1 MB/s (one byte per 1e6 ps) to 1 PB/s (1000 bytes per ps), four orders of magnitude
+// around every real link (PCIe 3 x1 ~1 GB/s .. HBM3e ~5 TB/s).
+constexpr double kMinGbps = 1e-3, kMaxGbps = 1e6;
+constexpr const char* kRateWhy = "1 MB/s to 1 PB/s keeps every transfer within 64-bit picosecond time";
+// Latencies and host costs: at most a second (1e12 ps) each; in cycles, 1e9 (1000 s at 1 MHz).
+constexpr double kMaxNs = 1e9, kMaxCycles = 1e9;
+constexpr const char* kLatencyWhy = "at most 1 s, so a day of simulated time holds at least 86400 of them";
+constexpr const char* kCyclesWhy = "at most 1e9 cycles, 1000 s at the slowest clock";
+// Device memory: 1 TiB, above any chip's today (192 GB HBM3e), and 12.7 days to copy at 1 MB/s.
+constexpr const char* kDramWhy = "1 MiB to 1 TiB; a whole-memory copy at the slowest rate must fit 64-bit picoseconds";
+// Engine shapes: the widest real TFU is 256 x 256 (TPU v5p's MXUs are 128 x 128); 4096 keeps the
+// SCALE-Sim cycle counts (rows + cols + M per fold) and the host arrays small.
+constexpr double kMaxPes = 4096;
 
 }  // namespace
 
@@ -31,59 +55,62 @@ const std::vector<Field>& schema() {
 
       {"topology.clusters", ValueType::kCount, "clusters", &HC::clusters, between(1, 1024)},
       {"topology.cores_per_cluster", ValueType::kCount, "cores", &HC::cores_per_cluster, between(1, 16)},
-      {"clock.core_mhz", ValueType::kReal, "MHz", &HC::core_clock_mhz, positive()},
-      {"clock.mem_mhz", ValueType::kReal, "MHz", &HC::mem_clock_mhz, positive()},
+      {"clock.core_mhz", ValueType::kReal, "MHz", &HC::core_clock_mhz, between(kMinMhz, kMaxMhz, kClockWhy)},
+      {"clock.mem_mhz", ValueType::kReal, "MHz", &HC::mem_clock_mhz, between(kMinMhz, kMaxMhz, kClockWhy)},
 
       {"core.nram_bytes", ValueType::kBytes, "bytes", &HC::nram_bytes, between(1, kOnChipLimit, kOnChipWhy)},
       {"core.wram_bytes", ValueType::kBytes, "bytes", &HC::wram_bytes, between(1, kOnChipLimit, kOnChipWhy)},
       {"cluster.sram_bytes", ValueType::kBytes, "bytes", &HC::sram_bytes, between(1, kOnChipLimit, kOnChipWhy)},
-      {"cluster.sram_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::sram_bandwidth_gbps, positive()},
-      {"cluster.sram_latency_cycles", ValueType::kCount, "cycles", &HC::sram_latency_cycles, any_value()},
+      {"cluster.sram_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::sram_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"cluster.sram_latency_cycles", ValueType::kCount, "cycles", &HC::sram_latency_cycles, between(0, kMaxCycles, kCyclesWhy)},
 
-      {"dram.capacity_bytes", ValueType::kBytes, "bytes", &HC::dram_bytes,
-       at_least(kMiB)},
+      {"dram.capacity_bytes", ValueType::kBytes, "bytes", &HC::dram_bytes, between(kMiB, kTiB, kDramWhy)},
       {"dram.channels", ValueType::kCount, "channels", &HC::dram_channels, between(1, 1024)},
-      {"dram.interleave_bytes", ValueType::kBytes, "bytes", &HC::dram_interleave_bytes, power_of_two()},
-      {"dram.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::dram_bandwidth_gbps, positive()},
-      {"dram.latency_ns", ValueType::kReal, "ns", &HC::dram_latency_ns, at_least(0)},
-      {"dram.bus_width_bits", ValueType::kCount, "bits", &HC::dram_bus_width_bits, at_least(1)},
+      {"dram.interleave_bytes", ValueType::kBytes, "bytes", &HC::dram_interleave_bytes, power_of_two(1, 1024 * kMiB)},
+      {"dram.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::dram_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"dram.latency_ns", ValueType::kReal, "ns", &HC::dram_latency_ns, between(0, kMaxNs, kLatencyWhy)},
+      {"dram.bus_width_bits", ValueType::kCount, "bits", &HC::dram_bus_width_bits, between(1, 65536)},
 
       {"l2.size_bytes", ValueType::kBytes, "bytes", &HC::l2_bytes, between(0, kOnChipLimit, kOnChipWhy)},
-      {"l2.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::noc_bandwidth_gbps, positive()},
+      {"l2.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::noc_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
 
-      {"dma.io_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::io_dma_bandwidth_gbps, positive()},
-      {"dma.move_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::move_dma_bandwidth_gbps, positive()},
-      {"dma.memcore_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::memcore_dma_bandwidth_gbps, positive()},
-      {"dma.io_latency_cycles", ValueType::kCount, "cycles", &HC::io_dma_latency_cycles, any_value()},
-      {"dma.move_latency_cycles", ValueType::kCount, "cycles", &HC::move_dma_latency_cycles, any_value()},
-      {"dma.burst_bytes", ValueType::kBytes, "bytes", &HC::dma_burst_bytes, power_of_two()},
+      {"dma.io_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::io_dma_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"dma.move_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::move_dma_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"dma.memcore_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::memcore_dma_bandwidth_gbps,
+       between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"dma.io_latency_cycles", ValueType::kCount, "cycles", &HC::io_dma_latency_cycles, between(0, kMaxCycles, kCyclesWhy)},
+      {"dma.move_latency_cycles", ValueType::kCount, "cycles", &HC::move_dma_latency_cycles, between(0, kMaxCycles, kCyclesWhy)},
+      // Each contiguous segment is rounded up to a burst; real bursts are 32-128 bytes.
+      {"dma.burst_bytes", ValueType::kBytes, "bytes", &HC::dma_burst_bytes, power_of_two(1, kMiB)},
 
-      {"host_link.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::host_link_bandwidth_gbps, positive()},
-      {"host_link.pageable_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::host_link_pageable_gbps, positive()},
-      {"host_link.latency_ns", ValueType::kReal, "ns", &HC::host_link_latency_ns, at_least(0)},
+      {"host_link.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::host_link_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"host_link.pageable_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::host_link_pageable_gbps,
+       between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"host_link.latency_ns", ValueType::kReal, "ns", &HC::host_link_latency_ns, between(0, kMaxNs, kLatencyWhy)},
       // 0 GB/s is meaningful here: the chip has no MLU-Link and peer copies go through the host.
-      {"mlu_link.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::mlu_link_bandwidth_gbps, at_least(0)},
-      {"mlu_link.latency_ns", ValueType::kReal, "ns", &HC::mlu_link_latency_ns, at_least(0)},
+      {"mlu_link.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::mlu_link_bandwidth_gbps,
+       zero_or_between(kMinGbps, kMaxGbps, kRateWhy)},
+      {"mlu_link.latency_ns", ValueType::kReal, "ns", &HC::mlu_link_latency_ns, between(0, kMaxNs, kLatencyWhy)},
 
       // At least one fp32 lane (4 bytes); a power of two so 128-byte-aligned operands split evenly.
-      {"vfu.width_bytes", ValueType::kBytes, "bytes", &HC::vfu_width_bytes, power_of_two(4)},
-      {"vfu.startup_cycles", ValueType::kCount, "cycles", &HC::vfu_startup_cycles, any_value()},
-      {"vfu.transcendental_factor", ValueType::kCount, "x", &HC::vfu_transcendental_factor, at_least(1)},
+      {"vfu.width_bytes", ValueType::kBytes, "bytes", &HC::vfu_width_bytes, power_of_two(4, 65536)},
+      {"vfu.startup_cycles", ValueType::kCount, "cycles", &HC::vfu_startup_cycles, between(0, 1e6)},
+      {"vfu.transcendental_factor", ValueType::kCount, "x", &HC::vfu_transcendental_factor, between(1, 1024)},
 
       // 0 x 0 = dtype not supported by the TFU; rows and cols must agree (checked in config.cpp).
-      {"tfu.fp32.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::rows}, any_value()},
-      {"tfu.fp32.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::cols}, any_value()},
-      {"tfu.fp16.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::rows}, any_value()},
-      {"tfu.fp16.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::cols}, any_value()},
-      {"tfu.int8.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::rows}, any_value()},
-      {"tfu.int8.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::cols}, any_value()},
+      {"tfu.fp32.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::rows}, between(0, kMaxPes)},
+      {"tfu.fp32.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::cols}, between(0, kMaxPes)},
+      {"tfu.fp16.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::rows}, between(0, kMaxPes)},
+      {"tfu.fp16.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::cols}, between(0, kMaxPes)},
+      {"tfu.int8.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::rows}, between(0, kMaxPes)},
+      {"tfu.int8.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::cols}, between(0, kMaxPes)},
       {"tfu.dataflow", ValueType::kDataflow, "", &HC::tfu_dataflow, any_value()},
       {"tfu.fold_overlap", ValueType::kBool, "", &HC::tfu_fold_overlap, any_value()},
 
-      {"scalar.onchip_access_cycles", ValueType::kCount, "cycles", &HC::scalar_onchip_cycles, at_least(1)},
+      {"scalar.onchip_access_cycles", ValueType::kCount, "cycles", &HC::scalar_onchip_cycles, between(1, 1e6)},
 
-      {"host.launch_overhead_ns", ValueType::kReal, "ns", &HC::launch_overhead_ns, at_least(0)},
-      {"host.api_call_ns", ValueType::kReal, "ns", &HC::api_call_ns, at_least(0)},
+      {"host.launch_overhead_ns", ValueType::kReal, "ns", &HC::launch_overhead_ns, between(0, kMaxNs, kLatencyWhy)},
+      {"host.api_call_ns", ValueType::kReal, "ns", &HC::api_call_ns, between(0, kMaxNs, kLatencyWhy)},
   };
   return fields;
 }

@@ -33,16 +33,18 @@ struct Rule {
   double max = std::numeric_limits<double>::infinity();   // inclusive
   bool min_exclusive = false;
   bool power_of_two = false;
+  bool zero_allowed = false;  // 0 is accepted besides [min, max]
   const char* why = "";  // appended to the error to say where a bound comes from
 };
 
 inline Rule any_value() { return {}; }
-inline Rule positive() { return Rule{0.0, std::numeric_limits<double>::infinity(), true, false, ""}; }
-inline Rule at_least(double min) { return Rule{min, std::numeric_limits<double>::infinity(), false, false, ""}; }
-inline Rule between(double min, double max, const char* why = "") { return Rule{min, max, false, false, why}; }
-inline Rule power_of_two(double min = 1.0) {
-  return Rule{min, std::numeric_limits<double>::infinity(), false, true, ""};
+inline Rule at_least(double min) { return Rule{min, std::numeric_limits<double>::infinity(), false, false, false, ""}; }
+inline Rule between(double min, double max, const char* why = "") { return Rule{min, max, false, false, false, why}; }
+// 0, or between min and max (a rate where 0 means "absent").
+inline Rule zero_or_between(double min, double max, const char* why = "") {
+  return Rule{min, max, false, false, true, why};
 }
+inline Rule power_of_two(double min, double max, const char* why = "") { return Rule{min, max, false, true, false, why}; }
 
 // A TfuArray field inside HardwareConfig (e.g. tfu_fp16.cols): C++ has no pointer to a nested
 // member, so it is a pair of member pointers.

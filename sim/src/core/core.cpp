@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/cluster.h"
+#include "common/sc_delay.h"
 #include "compute/tensor_math.h"
 #include "compute/tfu_timing.h"
 #include "compute/vector_math.h"
@@ -151,7 +152,7 @@ void Core::run_task() {
 }
 
 void Core::wait_ps(Picos ps) {
-  sc_core::wait(sc_core::sc_time(static_cast<double>(ps), sc_core::SC_PS));
+  sc_core::wait(sc_delay(ps, "core wait"));
   g_current = this;
   check_alive();
 }
@@ -440,7 +441,11 @@ void Core::compute(Engine engine, std::uint64_t cycles, const std::string& label
   engine_begin(engine);
   counters(engine).cycles += cycles;
   if (assignment_.launch) assignment_.launch->record.engines[static_cast<std::size_t>(engine)].cycles += cycles;
-  sc_core::wait(sc_core::sc_time(static_cast<double>(cycles_to_ps(cycles, device_.config.core_clock_mhz)), sc_core::SC_PS));
+  try {
+    sc_core::wait(sc_delay(cycles_to_ps(cycles, device_.config.core_clock_mhz, "duration"), "end"));
+  } catch (const SimTimeOverflow& e) {
+    fault(e.within(std::string(engine_name(engine)) + " " + label + " of " + std::to_string(cycles) + " cycles").what());
+  }
   g_current = this;
   engine_end(engine);
   trace_event(engine, label, start, device_.now_abs());

@@ -72,7 +72,7 @@ DmaPlan plan_dma(const DeviceImpl& device, const Cluster& cluster, bool memory_c
     latency_ps += static_cast<double>(cfg.sram_latency_cycles) * period_ps(cfg.core_clock_mhz);
     plan.uses.push_back({cluster.sram_port(), static_cast<double>(sram_sides)});
   }
-  plan.latency_ps = ceil_ps(latency_ps);
+  plan.latency_ps = ceil_ps(latency_ps, "DMA latency");
   return plan;
 }
 

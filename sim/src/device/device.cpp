@@ -194,7 +194,7 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
     }
     if (on_done) on_done(now());
   };
-  fabric.start(TransferRequest{static_cast<double>(copy.bytes), ceil_ps(latency_ns * 1000.0), std::move(uses),
+  fabric.start(TransferRequest{static_cast<double>(copy.bytes), ceil_ps(latency_ns * 1000.0, "copy latency"), std::move(uses),
                                std::move(done), label});
 }
 

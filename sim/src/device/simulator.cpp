@@ -12,6 +12,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+#include "common/sc_delay.h"
 #include "mlusim/sim/trace.h"
 
 namespace mlusim::sim {
@@ -97,10 +98,10 @@ void Simulator::pause() {
 }
 
 void Simulator::run_until(Picos t) {
-  const Picos abs = epoch_ps_ + t;
+  const Picos abs = add_ps(epoch_ps_, t, "run_until target");
   const Picos cur = static_cast<Picos>(sc_core::sc_time_stamp().value());
   if (abs <= cur) return;
-  const sc_core::sc_time span(static_cast<double>(abs - cur), sc_core::SC_PS);
+  const sc_core::sc_time span = sc_delay(abs - cur, "run_until");
   run_simulation(&span);
 }
 

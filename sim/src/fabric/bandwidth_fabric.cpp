@@ -21,11 +21,13 @@ Picos now_ps() { return static_cast<Picos>(sc_core::sc_time_stamp().value()); }
 // bytes/ps -> GB/s, the inverse of gbps_to_bytes_per_ps (1 GB/s = 1e-3 bytes/ps).
 double bytes_per_ps_to_gbps(double bytes_per_ps) { return bytes_per_ps * 1e3; }
 
-// now + ceil_ps(bytes / rate), saturating instead of overflowing for absurd durations.
+// now + ceil_ps(bytes / rate) under contention. start() has checked that the transfer's
+// uncontended end fits 64-bit picoseconds; a contended end that does not saturates to kNever (the
+// flow then finishes when contention ends and its rate is re-evaluated).
 Picos finish_time(Picos now, double bytes, double rate) {
   const double duration = bytes / rate;
   if (!(duration < static_cast<double>(kNever - now))) return kNever;
-  return now + ceil_ps(duration);
+  return now + ceil_ps(duration, "contended transfer time");
 }
 
 // Scratch buffers of the progressive-filling solver, reused between recomputations so that the
@@ -191,6 +193,22 @@ class FabricState {
     return uses;
   }
 
+  // The instant a new transfer would start streaming (now + latency), after checking that it would
+  // also finish, uncontended, within 64-bit picoseconds: rate = min_j capacity_j / w_j alone.
+  Picos checked_end(const TransferRequest& r, const std::vector<FlowUse>& uses, Picos now) const {
+    try {
+      const Picos active = add_ps(now, r.latency_ps, "latency");
+      if (uses.empty()) return active;
+      double rate = std::numeric_limits<double>::infinity();
+      for (const FlowUse& u : uses) rate = std::min(rate, resources[u.resource].capacity / u.weight);
+      add_ps(active, ceil_ps(r.bytes / rate, "duration"), "end");
+      return active;
+    } catch (const SimTimeOverflow& e) {
+      throw e.within("transfer '" + r.label + "' of " + std::to_string(static_cast<std::uint64_t>(r.bytes)) +
+                     " bytes at " + std::to_string(now) + " ps");
+    }
+  }
+
   // Rate of one flow alone on the fabric (what solve_flat gives it without company).
   double solo_rate(const std::vector<FlowUse>& uses) {
     solo_offsets_ = {0, uses.size()};
@@ -226,7 +244,7 @@ class FabricState {
     std::shared_ptr<Transfer> transfer(new Transfer());
     const Picos now = now_ps();
     transfer->start_ps_ = now;
-    transfer->active_ps_ = now + request.latency_ps;
+    transfer->active_ps_ = checked_end(request, flow.uses, now);
     transfer->bytes_ = request.bytes;
     transfer->label_ = std::move(request.label);
 
@@ -433,7 +451,8 @@ std::shared_ptr<Transfer> BandwidthFabric::start(TransferRequest request) {
 Picos BandwidthFabric::uncontended_ps(const TransferRequest& request) const {
   const std::vector<FlowUse> uses = state_->validated_uses(request);
   if (uses.empty()) return request.latency_ps;
-  return request.latency_ps + ceil_ps(request.bytes / state_->solo_rate(uses));
+  return add_ps(request.latency_ps, ceil_ps(request.bytes / state_->solo_rate(uses), "uncontended transfer time"),
+                "uncontended transfer time");
 }
 
 bool BandwidthFabric::idle() const { return state_->pending.empty() && state_->active.empty(); }

@@ -135,7 +135,7 @@ TEST(ConfigExtends, ErrorsNameTheFileHoldingTheValue) {
   const auto base = dir.write("base.yaml", "extends: " + preset_path("tiny") + "\ndram:\n  bandwidth_gbps: 0\n");
   const auto child = dir.write("child.yaml", "extends: base.yaml\nname: child\n");
   ExpectConfigError([&] { load_config(child.string()); }, base.string(), "dram.bandwidth_gbps",
-                    "must be > 0 GB/s, got 0 GB/s (line 3)");
+                    "must be between 0.001 and 1000000 GB/s (1 MB/s to 1 PB/s keeps every transfer within 64-bit picosecond time), got 0 GB/s (line 3)");
   // A later file that sets the key replaces the bad value.
   const auto fixed = dir.write("fixed.yaml", "extends: base.yaml\ndram:\n  bandwidth_gbps: 10\n");
   EXPECT_DOUBLE_EQ(load_config(fixed.string()).dram_bandwidth_gbps, 10.0);
@@ -200,7 +200,7 @@ TEST(ConfigOverrides, BadValueIsRejected) {
   ExpectConfigError([] { load_config("tiny", {{"topology.clusters", "-1"}}); }, "override", "topology.clusters",
                     "must not be negative");
   ExpectConfigError([] { load_config("tiny", {{"dram.bandwidth_gbps", "0"}}); }, "override",
-                    "dram.bandwidth_gbps", "must be > 0");
+                    "dram.bandwidth_gbps", "must be between 0.001 and 1000000 GB/s");
   ExpectConfigError([] { load_config("tiny", {{"core.nram_bytes", "64KB"}}); }, "override", "core.nram_bytes",
                     "binary");
   ExpectConfigError([] { load_config("tiny", {{"tfu.fold_overlap", "maybe"}}); }, "override",
@@ -271,11 +271,12 @@ TEST(ConfigValidation, SizeStringsAreAccepted) {
 }
 
 TEST(ConfigValidation, ZeroOrNegativeRates) {
-  ExpectTinyError("dram:\n  bandwidth_gbps: 0\n", "dram.bandwidth_gbps", "must be > 0 GB/s, got 0 GB/s");
-  ExpectTinyError("dma:\n  move_bandwidth_gbps: -5\n", "dma.move_bandwidth_gbps", "must be > 0 GB/s, got -5 GB/s");
-  ExpectTinyError("clock:\n  core_mhz: 0\n", "clock.core_mhz", "must be > 0 MHz");
-  ExpectTinyError("host_link:\n  bandwidth_gbps: 0\n", "host_link.bandwidth_gbps", "must be > 0");
-  ExpectTinyError("dram:\n  latency_ns: -1\n", "dram.latency_ns", "must be >= 0 ns");
+  ExpectTinyError("dram:\n  bandwidth_gbps: 0\n", "dram.bandwidth_gbps", "must be between 0.001 and 1000000 GB/s");
+  ExpectTinyError("dram:\n  bandwidth_gbps: 0\n", "dram.bandwidth_gbps", "got 0 GB/s");
+  ExpectTinyError("dma:\n  move_bandwidth_gbps: -5\n", "dma.move_bandwidth_gbps", "got -5 GB/s");
+  ExpectTinyError("clock:\n  core_mhz: 0\n", "clock.core_mhz", "must be between 1 and 100000 MHz");
+  ExpectTinyError("host_link:\n  bandwidth_gbps: 0\n", "host_link.bandwidth_gbps", "must be between 0.001");
+  ExpectTinyError("dram:\n  latency_ns: -1\n", "dram.latency_ns", "must be between 0 and 1000000000 ns");
   ExpectTinyError("dram:\n  channels: 0\n", "dram.channels", "must be between 1 and 1024 channels, got 0");
   // 0 GB/s MLU-Link means "no link" and is valid.
   EXPECT_DOUBLE_EQ(parse_on_tiny("mlu_link:\n  bandwidth_gbps: 0\n").mlu_link_bandwidth_gbps, 0.0);
@@ -304,7 +305,8 @@ TEST(ConfigValidation, DramGeometry) {
                   "256 B x 4");
   ExpectConfigError([] { load_config("tiny", {{"dram.interleave_bytes", "1GiB"}}); }, "override",
                     "dram.interleave_bytes", "must be a multiple");
-  ExpectTinyError("dram:\n  capacity_bytes: 512KiB\n", "dram.capacity_bytes", "must be >= 1 MiB, got 512 KiB");
+  ExpectTinyError("dram:\n  capacity_bytes: 512KiB\n", "dram.capacity_bytes", "must be between 1 MiB and 1 TiB");
+  ExpectTinyError("dram:\n  capacity_bytes: 512KiB\n", "dram.capacity_bytes", "got 512 KiB");
   EXPECT_EQ(parse_on_tiny("dram:\n  capacity_bytes: 1MiB\n").dram_bytes, 1 * MiB);
 }
 
@@ -336,10 +338,11 @@ TEST(ConfigValidation, OtherImpossibleValues) {
   ExpectConfigError([] { load_config("tiny", {{"host_link.bandwidth_gbps", "4"}}); }, "override",
                     "host_link.bandwidth_gbps", "must not exceed");
   ExpectTinyError("vfu:\n  width_bytes: 96\n", "vfu.width_bytes", "power of two");
-  ExpectTinyError("vfu:\n  width_bytes: 2\n", "vfu.width_bytes", "must be >= 4 B");
+  ExpectTinyError("vfu:\n  width_bytes: 2\n", "vfu.width_bytes", "must be between 4 B and 64 KiB");
   ExpectTinyError("dma:\n  burst_bytes: 48\n", "dma.burst_bytes", "power of two");
-  ExpectTinyError("dma:\n  burst_bytes: 8GiB\n", "dma.burst_bytes", "must be <= 4294967295");
-  ExpectTinyError("scalar:\n  onchip_access_cycles: 0\n", "scalar.onchip_access_cycles", "must be >= 1 cycles");
+  ExpectTinyError("dma:\n  burst_bytes: 8GiB\n", "dma.burst_bytes", "must be between 1 B and 1 MiB, got 8 GiB");
+  ExpectTinyError("scalar:\n  onchip_access_cycles: 0\n", "scalar.onchip_access_cycles",
+                  "must be between 1 and 1000000 cycles");
   // Per-core IO-DMA above DRAM bandwidth is unusual but allowed.
   EXPECT_DOUBLE_EQ(parse_on_tiny("dma:\n  io_bandwidth_gbps: 100\n").io_dma_bandwidth_gbps, 100.0);
 }
@@ -370,4 +373,37 @@ TEST(ConfigSyntax, DocumentShape) {
 }
 
 }  // namespace
+// Every number that feeds simulated time is bounded so that 64-bit picoseconds cannot overflow
+// (schema.cpp; configs/README.md). Regressions of two accepted-but-broken values: 1e300 ns of DRAM
+// latency wrapped the picosecond conversion (24 us reported), a 1e-30 MHz clock gave 0-cycle
+// kernels lasting microseconds.
+TEST(ConfigValidation, TimeQuantitiesAreBounded) {
+  ExpectConfigError([] { load_config("tiny", {{"dram.latency_ns", "1e300"}}); }, "override", "dram.latency_ns",
+                    "must be between 0 and 1000000000 ns (at most 1 s, so a day of simulated time holds at least "
+                    "86400 of them), got 1e+300 ns");
+  ExpectConfigError([] { load_config("tiny", {{"dram.latency_ns", "1e15"}}); }, "override", "dram.latency_ns",
+                    "got 1e+15 ns");
+  ExpectConfigError([] { load_config("tiny", {{"clock.core_mhz", "1e-30"}}); }, "override", "clock.core_mhz",
+                    "must be between 1 and 100000 MHz (1 MHz to 100 GHz keeps a cycle between 10 ps and 1 us of "
+                    "64-bit picosecond time), got 1e-30 MHz");
+  ExpectConfigError([] { load_config("tiny", {{"clock.mem_mhz", "1e9"}}); }, "override", "clock.mem_mhz",
+                    "between 1 and 100000 MHz");
+  ExpectConfigError([] { load_config("tiny", {{"dram.capacity_bytes", "2TiB"}}); }, "override",
+                    "dram.capacity_bytes", "must be between 1 MiB and 1 TiB");
+  ExpectConfigError([] { load_config("tiny", {{"host.api_call_ns", "1e10"}}); }, "override", "host.api_call_ns",
+                    "between 0 and 1000000000 ns");
+  ExpectConfigError([] { load_config("tiny", {{"dma.io_latency_cycles", "1000000001"}}); }, "override",
+                    "dma.io_latency_cycles", "between 0 and 1000000000 cycles");
+  ExpectConfigError([] { load_config("tiny", {{"tfu.fp16.rows", "4097"}}); }, "override", "tfu.fp16.rows",
+                    "between 0 and 4096 PEs");
+  ExpectConfigError([] { load_config("tiny", {{"mlu_link.bandwidth_gbps", "0.0001"}}); }, "override",
+                    "mlu_link.bandwidth_gbps", "must be 0 or between 0.001 and 1000000 GB/s");
+  // The extremes are accepted.
+  const HardwareConfig slow = load_config("tiny", {{"clock.core_mhz", "1"}, {"dram.bandwidth_gbps", "0.001"},
+                                                   {"dram.latency_ns", "1e9"}, {"dram.capacity_bytes", "1TiB"}});
+  EXPECT_DOUBLE_EQ(slow.core_clock_mhz, 1.0);
+  EXPECT_EQ(slow.dram_bytes, 1024 * GiB);
+  EXPECT_DOUBLE_EQ(load_config("tiny", {{"clock.core_mhz", "100000"}}).core_clock_mhz, 100000.0);
+}
+
 }  // namespace mlusim::sim

@@ -59,7 +59,7 @@ class SimTest : public ::testing::Test {
   }
 
   // Time in ps of `cycles` core cycles on this config.
-  Picos cycles_ps(std::uint64_t cycles) const { return cycles_to_ps(cycles, cfg_.core_clock_mhz); }
+  Picos cycles_ps(std::uint64_t cycles) const { return cycles_to_ps(cycles, cfg_.core_clock_mhz, "test"); }
 
   HardwareConfig cfg_;
   std::uint64_t next_ = 0;

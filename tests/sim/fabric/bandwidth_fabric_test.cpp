@@ -2,6 +2,7 @@
 // callbacks, statistics, determinism and rebuild. SystemC time never resets within the process,
 // so every test measures relative to its own start time t0_.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -84,19 +85,19 @@ TEST_F(FabricTest, UncontendedTimeIsLatencyPlusBytesOverSlowestLink) {
     auto t = fabric_->start(request(bytes, latency, {{engine, 1}, {dram, 1}}));
     sc_core::sc_start();
     ASSERT_TRUE(t->done());
-    EXPECT_EQ(t->end_ps() - t->start_ps(), latency + bytes_to_ps(bytes, 30.0)) << bytes;
+    EXPECT_EQ(t->end_ps() - t->start_ps(), latency + bytes_to_ps(bytes, 30.0, "test")) << bytes;
     EXPECT_EQ(t->active_ps(), t->start_ps() + latency);
     // Interleaved over 4 channels of 25.6 GB/s, a quarter of the bytes on each: 102.4 GB/s.
     auto u = fabric_->start(request(bytes, latency,
                                     {{channels[0], 0.25}, {channels[1], 0.25},
                                      {channels[2], 0.25}, {channels[3], 0.25}}));
     sc_core::sc_start();
-    EXPECT_EQ(u->end_ps() - u->start_ps(), latency + bytes_to_ps(bytes, 4 * 25.6)) << bytes;
+    EXPECT_EQ(u->end_ps() - u->start_ps(), latency + bytes_to_ps(bytes, 4 * 25.6, "test")) << bytes;
     EXPECT_EQ(fabric_->uncontended_ps(request(bytes, latency, {{engine, 1}, {dram, 1}})),
-              latency + bytes_to_ps(bytes, 30.0));
+              latency + bytes_to_ps(bytes, 30.0, "test"));
   }
   // Ceil matters: 7 bytes at 30 GB/s = 233.33 ps -> 234 ps.
-  EXPECT_EQ(bytes_to_ps(7.0, 30.0), 234u);
+  EXPECT_EQ(bytes_to_ps(7.0, 30.0, "test"), 234u);
 }
 
 TEST_F(FabricTest, TwoEqualFlowsOnOneResourceTakeTwiceAsLong) {
@@ -175,7 +176,7 @@ TEST_F(FabricTest, UnrelatedTransfersDoNotShiftAFinishTime) {
     spawn_after(at, [&] { others.push_back(fabric_->start(request(9999, 17, {{r1, 1}}))); });
   }
   sc_core::sc_start();
-  EXPECT_EQ(a->end_ps() - a->start_ps(), bytes_to_ps(bytes, 33.0));
+  EXPECT_EQ(a->end_ps() - a->start_ps(), bytes_to_ps(bytes, 33.0, "test"));
   EXPECT_EQ(others.size(), 9u);
 }
 
@@ -435,7 +436,7 @@ TEST(FabricLifecycle, ShutdownDestroyAndRebuild) {
     auto t = fabric->start(request(777777, 42, {{link, 1}}));
     sc_core::sc_start();
     ASSERT_TRUE(t->done());
-    EXPECT_EQ(t->end_ps() - t->start_ps(), 42 + bytes_to_ps(777777, 50.0));
+    EXPECT_EQ(t->end_ps() - t->start_ps(), 42 + bytes_to_ps(777777, 50.0, "test"));
     EXPECT_TRUE(fabric->idle());
     fabric->shutdown();
     run_in_process(
@@ -466,11 +467,53 @@ TEST(FabricLifecycle, DestroyWhilePausedWithoutShutdownIsSafe) {
   const ResourceId link = fresh.add_resource("link", 8.0);
   auto t = fresh.start(request(12345, 5, {{link, 1}}));
   sc_core::sc_start();
-  EXPECT_EQ(t->end_ps() - t->start_ps(), 5 + bytes_to_ps(12345, 8.0));
+  EXPECT_EQ(t->end_ps() - t->start_ps(), 5 + bytes_to_ps(12345, 8.0, "test"));
   fresh.shutdown();
   sc_core::sc_start();
   EXPECT_TRUE(fresh.thread_exited());
 }
 
 }  // namespace
+// Conversions to picoseconds are checked: a duration past 2^64 - 1 ps is an error naming the
+// quantity, never a wrapped number (sim_time.h).
+TEST(SimTime, ConversionsRefuseToWrap) {
+  EXPECT_EQ(ceil_ps(18446744073709549568.0, "x"), 18446744073709549568ull);  // the largest double < 2^64
+  EXPECT_THROW(ceil_ps(18446744073709551616.0, "x"), SimTimeOverflow);      // 2^64
+  try {
+    ceil_ps(1e300 * 1000.0, "DRAM latency");
+    FAIL() << "no overflow";
+  } catch (const SimTimeOverflow& e) {
+    EXPECT_EQ(e.quantity(), "DRAM latency");
+    EXPECT_NE(std::string(e.what()).find("simulated time overflow: DRAM latency of 1e+303 ps does not fit 64-bit "
+                                         "picoseconds"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ceil_ps(std::nan(""), "x"), SimTimeOverflow);
+  EXPECT_EQ(ceil_ps(-5.0, "x"), 0u);
+  // 1e13 cycles at the slowest accepted clock (1 MHz) is 1e19 ps: fits; 2e13 does not.
+  EXPECT_EQ(cycles_to_ps(10000000000000ull, 1.0, "x"), 10000000000000000000ull);
+  EXPECT_THROW(cycles_to_ps(20000000000000ull, 1.0, "kernel"), SimTimeOverflow);
+  EXPECT_THROW(bytes_to_ps(1e20, 1e-3, "copy"), SimTimeOverflow);
+  EXPECT_EQ(add_ps(kMaxPicos - 1, 1, "x"), kMaxPicos);
+  EXPECT_THROW(add_ps(kMaxPicos, 1, "host clock"), SimTimeOverflow);
+}
+
+// A transfer whose uncontended end would pass 2^64 ps is refused when it starts, naming it.
+TEST(BandwidthFabric, TransferPastTheEndOfTimeIsRefused) {
+  BandwidthFabric fabric("overflow");
+  const ResourceId link = fabric.add_resource("link", 1e-3);  // 1 MB/s: 1e6 ps per byte
+  try {
+    fabric.start(request(2e13, 0, {{link, 1}}, "huge copy"));  // 2e19 ps
+    FAIL() << "no overflow";
+  } catch (const SimTimeOverflow& e) {
+    EXPECT_NE(std::string(e.what()).find("transfer 'huge copy' of 20000000000000 bytes"), std::string::npos) << e.what();
+  }
+  auto ok = fabric.start(request(1000, 0, {{link, 1}}, "small"));  // the fabric still works
+  sc_core::sc_start();
+  EXPECT_EQ(ok->end_ps() - ok->start_ps(), 1000000000u);
+  fabric.shutdown();
+  sc_core::sc_start();
+}
+
 }  // namespace mlusim::sim::fabric
