@@ -119,6 +119,12 @@ cnrtRet_t mlusimResetStats(int device);
  * one bit flipped; 0 disarms. Proves that an op's results come out of the simulated memories.
  * Thread safety: any thread. cnrtErrorDeviceInvalid: bad device. */
 cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth);
+/* Test-only fault injection: the `nth` kernel launched on `device` from now (1 = the next) traps
+ * on every core as soon as it runs ("injected kernel fault"), as a faulting kernel would: the
+ * fault is reported by the queue's next sync or query as cnrtErrorKernelTrap, with the kernel's
+ * name and its launch tag; later work runs normally. 0 disarms. Counted at launch time, on any
+ * queue of the device. Thread safety: any thread. cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimInjectKernelFault(int device, unsigned long long nth);
 /* The device's statistics as JSON (sim DeviceStats::to_json) into buf; *needed (if not NULL)
  * gets the length + 1. cnrtErrorArgsInvalid: buf NULL with size > 0. cnrtErrorDeviceInvalid. */
 cnrtRet_t mlusimGetStatsJson(int device, char *buf, size_t size, size_t *needed);

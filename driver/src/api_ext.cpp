@@ -232,6 +232,13 @@ cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth) {
   });
 }
 
+cnrtRet_t mlusimInjectKernelFault(int device, unsigned long long nth) {
+  return with_device("mlusimInjectKernelFault", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>&) {
+    rt.device(device).kernel_fault_countdown = nth;
+    return cnrtSuccess;
+  });
+}
+
 cnrtRet_t mlusimGetStatsJson(int device, char* buf, size_t size, size_t* needed) {
   if (buf == nullptr && size > 0) return this_thread().fail(cnrtErrorArgsInvalid, "mlusimGetStatsJson: buf is NULL");
   return with_device("mlusimGetStatsJson", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {

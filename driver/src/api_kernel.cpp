@@ -4,6 +4,7 @@
 #include "api_support.h"
 #include "host_range.h"
 #include "kernel_registry.h"
+#include "mlusim/sim/kernel_api.h"
 
 using namespace mlusim::driver;
 namespace sim = mlusim::sim;
@@ -49,6 +50,9 @@ cnrtRet_t launch(Runtime& rt, HostThread& t, const std::string& fn, const std::s
   QueuePtr q = rt.find_queue(queue, t);
   if (!q) return t.fail(cnrtErrorInvalidResourceHandle, fn + ": queue " + hex_address(queue) + " is not a live queue");
   if (cnrtRet_t r = check_launch(rt, t, fn, q->device, dim, type); r != cnrtSuccess) return r;
+  std::uint64_t& countdown = rt.device(q->device).kernel_fault_countdown;
+  if (countdown > 0 && --countdown == 0)  // armed by mlusimInjectKernelFault: this launch traps on every core
+    body = [] { mlusim::dev::trap("injected kernel fault (mlusimInjectKernelFault)"); };
   auto op = std::make_shared<Op>();
   op->kind = OpKind::kKernel;
   op->device = q->device;

@@ -55,6 +55,8 @@ struct DeviceState {
   QueuePtr default_queue;
   int live_queues = 0;
   int live_notifiers = 0;
+  // mlusimInjectKernelFault: the kernel launch that brings this to 0 faults (0 = disarmed).
+  std::uint64_t kernel_fault_countdown = 0;
 };
 
 // Where a pointer points, as far as the runtime knows.

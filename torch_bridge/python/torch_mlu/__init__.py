@@ -220,7 +220,7 @@ from .random import (  # noqa: E402
     get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
     set_rng_state, set_rng_state_all)
 from .sim import (  # noqa: E402
-    config_name, cycle_report, device_stats, load_config, reset_stats, set_timing_only, trace)
+    config_name, cycle_report, device_stats, inject_kernel_fault, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
 from . import _patches  # noqa: E402

@@ -38,6 +38,17 @@ def set_timing_only(enabled):
     _C.set_timing_only(bool(enabled))
 
 
+def inject_kernel_fault(nth=1, device=None):
+    """Test-only fault injection: the `nth` device kernel launched from now (1 = the next) faults
+    when it runs, as a kernel with a bad memory access would. Kernels run asynchronously, so the op
+    that launched it returns normally; the next synchronisation (torch.mlu.synchronize(), .item(),
+    .cpu(), a blocking copy) raises RuntimeError naming the kernel and the ATen op that launched
+    it. Later ops run normally. nth=0 disarms."""
+    if nth < 0:
+        raise ValueError(f"nth must be >= 0, got {nth}")
+    _C.inject_kernel_fault(_index(device), int(nth))
+
+
 @contextlib.contextmanager
 def trace(path, level="ops"):
     """Records a timeline while the block runs and writes it to `path` (Chrome trace-event JSON;

@@ -499,4 +499,9 @@ void set_timing_only(bool enabled) {
   check(mlusimSetTimingOnly(enabled ? 1 : 0), "mlusimSetTimingOnly");
 }
 
+void inject_kernel_fault(int device, std::uint64_t nth) {
+  ensure_started();
+  check(mlusimInjectKernelFault(device < 0 ? current_device() : device, nth), "mlusimInjectKernelFault");
+}
+
 }  // namespace mlusim::bridge

@@ -119,6 +119,10 @@ std::string config_name();
 // Timing-only mode (mlusimSetTimingOnly): kernels skip floating-point arithmetic (results are
 // garbage) but take the same simulated time; for fast performance runs of whole models.
 void set_timing_only(bool enabled);
+// Test-only (mlusimInjectKernelFault): the `nth` kernel launched on `device` (-1: current) from
+// now faults when it runs; the op that launched it returns, the next sync raises naming the
+// kernel and the op. 0 disarms.
+void inject_kernel_fault(int device, std::uint64_t nth);
 // Trace capture: level 1 = ops (kernels, copies, allocator events and counters), 2 = + intrinsics.
 void trace_begin(int level);
 void trace_end();

@@ -94,6 +94,7 @@ PYBIND11_MODULE(_C, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("config_name", &b::config_name);
   m.def("set_timing_only", &b::set_timing_only, py::arg("enabled"));
+  m.def("inject_kernel_fault", &b::inject_kernel_fault, py::arg("device"), py::arg("nth"));
   m.def("trace_begin", &b::trace_begin, py::arg("level"));
   m.def("trace_end", &b::trace_end);
   m.def("trace_write", &b::trace_write, py::arg("path"));
