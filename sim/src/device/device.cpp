@@ -18,7 +18,7 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
       trace(tw),
       epoch_ps(epoch),
       log_sink([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
-      gdram(cfg.dram_bytes),
+      gdram(cfg.dram_bytes, idx),
       fabric("mlu" + std::to_string(idx)),
       scheduler(*this) {
   for (std::uint32_t c = 0; c < cfg.dram_channels; ++c)
