@@ -107,6 +107,9 @@ typedef struct mlusimDeviceStats {
   double epoch_ns;                 /* when the stats epoch began, on the host clocks' scale (ns since
                                     * the config was loaded); trace timestamps of the device count
                                     * from it, so host time T shows at T - epoch_ns in a trace */
+  uint64_t host_syncs;             /* blocking calls that waited for this device's work (syncs,
+                                    * blocking copies, notifier waits, frees of busy memory) */
+  double host_sync_wait_ns;        /* simulated host time those calls spent waiting */
 } mlusimDeviceStats_t;
 
 /* Statistics of `device`. cnrtErrorArgsInvalid: stats NULL. cnrtErrorDeviceInvalid: bad device. */
@@ -157,6 +160,44 @@ typedef struct mlusimKernelRecord {
  * framework op that launched them (as NVTX ranges do for CUDA). NULL or "" clears it; at most
  * 127 bytes are kept. Costs no simulated time. Thread safety: per host thread. Never fails. */
 cnrtRet_t mlusimSetLaunchTag(const char *tag);
+
+/* ---- Activity records (the twin of CUPTI's activity API, for profilers) ----
+ * While recording is on, every kernel, copy and memset that completes, and every blocking host
+ * call that waited for device work, leaves one record. Times are simulated ns on the host clocks'
+ * scale (as mlusimGetHostTime): device work from start to end on its device; a sync from the
+ * calling host thread's clock at the call to its clock when the wait was over. */
+typedef enum {
+  mlusimActivityKernel = 0,
+  mlusimActivityMemcpy = 1,   /* host<->device, device<->device, peer copies */
+  mlusimActivityMemset = 2,
+  mlusimActivitySync = 3,     /* a blocking host call (name = the API function) */
+} mlusimActivityKind_t;
+
+typedef struct mlusimActivity {
+  mlusimActivityKind_t kind;
+  int device;
+  uint64_t queue;             /* queue handle value of the work (0: the device's default queue) */
+  uint64_t correlation_id;    /* the submitting thread's innermost mlusimPushCorrelationId, 0 if none */
+  uint64_t host_thread;       /* OS thread id that submitted the work or made the blocking call */
+  char name[128];             /* kernel name, copy label, or API function */
+  char tag[128];              /* the launch tag (mlusimSetLaunchTag) of the submitting thread */
+  double start_ns;
+  double end_ns;
+  uint64_t bytes;             /* copies and memsets */
+} mlusimActivity_t;
+
+/* Starts (enable != 0: earlier records are discarded) or stops recording. At most 4 Mi records are
+ * kept; later ones are counted as dropped. Thread safety: any thread. Never fails. */
+cnrtRet_t mlusimActivityEnable(int enable);
+/* Moves up to `capacity` of the oldest records into `records` (removing them) and sets *count;
+ * *dropped (if not NULL) gets the records lost to the limit since recording started.
+ * cnrtErrorArgsInvalid: count NULL, or records NULL with capacity > 0. */
+cnrtRet_t mlusimActivityRead(mlusimActivity_t *records, size_t capacity, size_t *count, uint64_t *dropped);
+/* Per host thread stack of external correlation ids (CUPTI's cuptiActivityPushExternalCorrelationId):
+ * work the thread submits carries the innermost id, so a profiler can tie each kernel and copy to
+ * the framework op that launched it. Pop on an empty stack is cnrtErrorIllegalState. */
+cnrtRet_t mlusimPushCorrelationId(uint64_t id);
+cnrtRet_t mlusimPopCorrelationId(void);
 
 /* Number of kernel records of `device` since its stats epoch.
  * cnrtErrorArgsInvalid: count NULL. cnrtErrorDeviceInvalid: bad device. */

@@ -131,7 +131,7 @@ cnrtRet_t enqueue(Runtime& rt, HostThread& t, std::unique_lock<std::mutex>& lk, 
                   const QueuePtr& q, bool synchronous) {
   rt.submit(op, q, t);
   if (!synchronous) return cnrtSuccess;
-  rt.wait(lk, {op}, t);
+  rt.wait(lk, {op}, t, fn.c_str());
   std::string message;
   const cnrtRet_t fault = rt.take_fault(*q, &message);
   if (fault != cnrtSuccess)

@@ -187,7 +187,7 @@ cnrtRet_t cnrtSyncDevice(void) {
     std::unique_lock<std::mutex> lk(rt.mu);
     if (no_device(rt)) return fail_no_device(t, "cnrtSyncDevice");
     const int dev = t.device;
-    rt.wait(lk, rt.unfinished_ops(dev, &t), t);
+    rt.wait(lk, rt.unfinished_ops(dev, &t), t, "cnrtSyncDevice");
     std::string message;
     const cnrtRet_t fault = rt.take_device_fault(dev, &message);
     if (fault != cnrtSuccess) return t.fail(fault, "cnrtSyncDevice: " + message);
@@ -200,7 +200,7 @@ cnrtRet_t cnrtDeviceReset(void) {
     std::unique_lock<std::mutex> lk(rt.mu);
     if (no_device(rt)) return fail_no_device(t, "cnrtDeviceReset");
     // Every queue may hold work that touches this device (copies are queue-ordered anywhere).
-    rt.wait(lk, rt.unfinished_ops(-1, &t), t);
+    rt.wait(lk, rt.unfinished_ops(-1, &t), t, "cnrtDeviceReset");
     rt.reset_device(t.device);
     rt.note_allocation(t.device, t.clock);
     return cnrtSuccess;

@@ -214,6 +214,8 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t* stats) {
     stats->allocated_bytes = a.reserved_bytes();
     stats->peak_allocated_bytes = a.peak_reserved_bytes();
     stats->live_allocations = a.live_count();
+    stats->host_syncs = rt.device(device).host_syncs;
+    stats->host_sync_wait_ns = static_cast<double>(rt.device(device).host_sync_wait_ps) / 1000.0;
     return cnrtSuccess;
   });
 }
@@ -221,8 +223,44 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t* stats) {
 cnrtRet_t mlusimResetStats(int device) {
   return with_device("mlusimResetStats", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {
     rt.run_on_sim(lk, [&] { sim::Simulator::instance().device(device).reset_stats(); });
+    rt.device(device).host_syncs = 0;
+    rt.device(device).host_sync_wait_ps = 0;
     return cnrtSuccess;
   });
+}
+
+cnrtRet_t mlusimActivityEnable(int enable) {
+  return api_call(HostCost::kNone, [&](Runtime& rt, HostThread&) {
+    std::lock_guard<std::mutex> lk(rt.mu);
+    rt.activity.enable(enable != 0);
+    return cnrtSuccess;
+  });
+}
+
+cnrtRet_t mlusimActivityRead(mlusimActivity_t* records, size_t capacity, size_t* count, uint64_t* dropped) {
+  return api_call(HostCost::kNone, [&](Runtime& rt, HostThread& t) {
+    if (count == nullptr) return t.fail(cnrtErrorArgsInvalid, "mlusimActivityRead: count is NULL");
+    if (records == nullptr && capacity > 0)
+      return t.fail(cnrtErrorArgsInvalid, "mlusimActivityRead: records is NULL but capacity is " + std::to_string(capacity));
+    std::lock_guard<std::mutex> lk(rt.mu);
+    *count = rt.activity.drain(records, capacity);
+    if (dropped != nullptr) *dropped = rt.activity.dropped();
+    return cnrtSuccess;
+  });
+}
+
+cnrtRet_t mlusimPushCorrelationId(uint64_t id) {
+  HostThread& t = this_thread();
+  t.correlation_ids.push_back(id);
+  return cnrtSuccess;
+}
+
+cnrtRet_t mlusimPopCorrelationId(void) {
+  HostThread& t = this_thread();
+  if (t.correlation_ids.empty())
+    return t.fail(cnrtErrorIllegalState, "mlusimPopCorrelationId: no correlation id was pushed on this thread");
+  t.correlation_ids.pop_back();
+  return cnrtSuccess;
 }
 
 cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth) {

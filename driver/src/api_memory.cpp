@@ -63,7 +63,7 @@ cnrtRet_t cnrtFree(void* ptr) {
     const auto addr = reinterpret_cast<std::uint64_t>(ptr);
     if (allocation_device(rt, addr) < 0) return t.fail(cnrtErrorArgsInvalid, "cnrtFree: " + not_an_allocation(rt, ptr));
     // Like cudaFree: work already queued may still use the memory.
-    rt.wait(lk, rt.unfinished_ops(-1, &t), t);
+    rt.wait(lk, rt.unfinished_ops(-1, &t), t, "cnrtFree");
     const int dev = allocation_device(rt, addr);
     if (dev < 0) return t.fail(cnrtErrorArgsInvalid, "cnrtFree: " + hex_address(ptr) + " was freed by another thread meanwhile");
     rt.device(dev).allocator.release(addr);
@@ -99,7 +99,7 @@ cnrtRet_t cnrtFreeHost(void* ptr) {
     if (!is_start())
       return t.fail(cnrtErrorArgsInvalid, "cnrtFreeHost: " + hex_address(ptr) +
                                               " is not the start of a live cnrtHostMalloc allocation (freed, interior or not pinned)");
-    rt.wait(lk, rt.unfinished_ops(-1, &t), t);  // a queued copy may still read or write it
+    rt.wait(lk, rt.unfinished_ops(-1, &t), t, "cnrtFreeHost");  // a queued copy may still read or write it
     if (!is_start()) return t.fail(cnrtErrorArgsInvalid, "cnrtFreeHost: " + hex_address(ptr) + " was freed by another thread meanwhile");
     rt.pinned().release(ptr);
     return cnrtSuccess;

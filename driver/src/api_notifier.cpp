@@ -122,7 +122,7 @@ cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t notifier) {
     std::unique_lock<std::mutex> lk(rt.mu);
     NotifierPtr n = rt.find_notifier(notifier);
     if (!n) return bad_notifier(t, "cnrtWaitNotifier", notifier);
-    if (OpPtr p = n->placement) rt.wait(lk, {p}, t);
+    if (OpPtr p = n->placement) rt.wait(lk, {p}, t, "cnrtWaitNotifier");
     return cnrtSuccess;
   });
 }

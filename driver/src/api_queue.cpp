@@ -64,7 +64,7 @@ cnrtRet_t cnrtQueueSync(cnrtQueue_t queue) {
     if (!q) return bad_queue(t, "cnrtQueueSync", queue);
     if (t.host_func_op != nullptr && q->running.get() == t.host_func_op)
       return t.fail(cnrtErrorIllegalState, "cnrtQueueSync: called from a host function on the queue it waits for (it would never return)");
-    if (OpPtr last = q->last) rt.wait(lk, {last}, t);
+    if (OpPtr last = q->last) rt.wait(lk, {last}, t, "cnrtQueueSync");
     std::string message;
     const cnrtRet_t fault = rt.take_fault(*q, &message);
     if (fault != cnrtSuccess) return t.fail(fault, "cnrtQueueSync: " + message);

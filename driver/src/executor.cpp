@@ -20,6 +20,9 @@ namespace mlusim::driver {
 void Runtime::submit(const OpPtr& op, const QueuePtr& q, const HostThread& t) {
   op->seq = next_seq_++;
   op->stamp = t.clock;
+  op->correlation = t.correlation_ids.empty() ? 0 : t.correlation_ids.back();
+  op->host_thread = t.os_thread_id;
+  op->tag = t.launch_tag;
   op->queue = q;
   q->pending.push_back(op);
   q->last = op;
@@ -33,7 +36,10 @@ void Runtime::submit(const OpPtr& op, const QueuePtr& q, const HostThread& t) {
   }
 }
 
-void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t) {
+void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api) {
+  const Picos called_at = t.clock;
+  bool waited = false;
+  for (const OpPtr& op : ops) waited = waited || !op->done || op->end_ps > called_at;
   // A host function's thread stops holding the simulation back while it waits: the op it
   // waits for may lie in its future.
   const bool held = t.hold_id != 0 && holds_.erase(t.hold_id) > 0;
@@ -51,6 +57,21 @@ void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& o
   if (held) {
     holds_[t.hold_id] = t.clock;
     wake_sim();
+  }
+  if (waited && t.device < device_count()) {
+    DeviceState& d = device(t.device);
+    ++d.host_syncs;
+    d.host_sync_wait_ps += t.clock - called_at;
+    mlusimActivity_t a{};
+    a.kind = mlusimActivitySync;
+    a.device = t.device;
+    a.host_thread = t.os_thread_id;
+    a.correlation_id = t.correlation_ids.empty() ? 0 : t.correlation_ids.back();
+    ActivityLog::set_text(a.name, api);
+    ActivityLog::set_text(a.tag, t.launch_tag);
+    a.start_ns = static_cast<double>(called_at - std::min(called_at, epoch_ps_)) / 1000.0;
+    a.end_ns = static_cast<double>(t.clock - std::min(t.clock, epoch_ps_)) / 1000.0;
+    activity.record(a);
   }
 }
 
@@ -261,7 +282,10 @@ void Runtime::start_op_unchecked(const OpPtr& op) {
         finish(op, cnrtErrorArgsInvalid, *error);
         return;
       }
-      device.submit(std::move(op->launch), [this, op](const sim::KernelRecord& r) {
+      device.submit(std::move(op->launch), [this, op, &device](const sim::KernelRecord& r) {
+        // Kernel record times count from the device's stats epoch.
+        op->kernel_start_ps = device.stats().epoch_ps + r.start_ps;
+        op->kernel_end_ps = device.stats().epoch_ps + r.end_ps;
         // The launch tag (the PyTorch op, mlusimSetLaunchTag) names who launched the kernel.
         const std::string who = r.tag.empty() ? "" : " (launched by " + r.tag + ")";
         finish(op, r.faulted ? cnrtErrorKernelTrap : cnrtSuccess,
@@ -361,6 +385,38 @@ void Runtime::finish(const OpPtr& op, cnrtRet_t error, const std::string& messag
   }
 }
 
+// An activity record of a completed kernel, copy or memset (mu held; no-op unless recording).
+void Runtime::record_activity(const Op& op) {
+  if (!activity.enabled() || !op.started) return;
+  mlusimActivity_t a{};
+  Picos start = op.start_ps, end = op.end_ps;
+  switch (op.kind) {
+    case OpKind::kKernel:
+      a.kind = mlusimActivityKernel;
+      if (op.kernel_end_ps != 0) start = op.kernel_start_ps, end = op.kernel_end_ps;
+      break;
+    case OpKind::kCopy:
+      a.kind = op.copy.kind == sim::HostCopy::Kind::kMemset ? mlusimActivityMemset : mlusimActivityMemcpy;
+      a.bytes = op.copy.bytes;
+      break;
+    case OpKind::kPeerCopy:
+      a.kind = mlusimActivityMemcpy;
+      a.bytes = op.copy.bytes;
+      break;
+    default:
+      return;  // markers, waits, host functions and host-to-host copies are not device work
+  }
+  a.device = op.device;
+  a.queue = op.queue ? op.queue->id : 0;
+  a.correlation_id = op.correlation;
+  a.host_thread = op.host_thread;
+  ActivityLog::set_text(a.name, op.label);
+  ActivityLog::set_text(a.tag, op.tag);
+  a.start_ns = static_cast<double>(start - std::min(start, epoch_ps_)) / 1000.0;
+  a.end_ns = static_cast<double>(end - std::min(end, epoch_ps_)) / 1000.0;
+  activity.record(a);
+}
+
 bool Runtime::complete_locked(const OpPtr& first, cnrtRet_t error, const std::string& message) {
   bool awaited = false;
   const Picos now = now_abs();
@@ -385,6 +441,7 @@ bool Runtime::complete_locked(const OpPtr& first, cnrtRet_t error, const std::st
       if (print_faults_.load()) std::fprintf(stderr, "mlusim: %s\n", op->error_message.c_str());
     }
     if (op->watchers > 0) awaited = true;
+    record_activity(*op);
     for (OpPtr& d : op->dependents) work.push_back(std::move(d));
     op->dependents.clear();
     if (op->target) op->target.reset();  // a wait op no longer needs its marker

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cnrt.h"
 #include "mlusim/sim/sim_time.h"
@@ -23,7 +24,9 @@ struct HostThread {
   std::string message;  // detail of this thread's last failure
   std::uint64_t hold_id = 0;  // non-zero while this thread runs a host function
   const void* host_func_op = nullptr;
-  std::string launch_tag;  // mlusimSetLaunchTag: copied into the kernels this thread launches  // that host function's op (its queue cannot drain now)
+  std::string launch_tag;  // mlusimSetLaunchTag: copied into the kernels this thread launches
+  std::vector<std::uint64_t> correlation_ids;  // mlusimPushCorrelationId stack; work carries back()
+  std::uint64_t os_thread_id = 0;              // gettid(), for activity records
 
   // Records a failure and returns `code`, so validation reads `return t.fail(code, "...")`.
   cnrtRet_t fail(cnrtRet_t code, std::string text) {

@@ -40,6 +40,10 @@ struct Op {
   std::shared_ptr<QueueState> queue;  // reset when the op completes (QueueState::last points back)
   std::string label;       // trace/track label
   int device = 0;          // the device that executes it
+  std::uint64_t correlation = 0;  // the submitting thread's innermost correlation id (activity records)
+  std::uint64_t host_thread = 0;  // the submitting thread's OS id
+  std::string tag;                // the submitting thread's launch tag
+  Picos kernel_start_ps = 0, kernel_end_ps = 0;  // kKernel: first task start, last task end (absolute)
 
   // kKernel
   sim::KernelLaunch launch;

@@ -221,7 +221,7 @@ cnrtRet_t Runtime::rebuild(const sim::HardwareConfig& config, HostThread& t) {
   for (;;) {
     const std::vector<OpPtr> ops = unfinished_ops(-1);
     if (ops.empty()) break;
-    wait(lk, ops, t);
+    wait(lk, ops, t, "mlusimLoadConfig");
     if (stop_) return t.fail(cnrtErrorInit, "the mlusim runtime has shut down");
   }
   if (!holds_.empty()) return t.fail(cnrtErrorIllegalState, busy_fn);

@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "activity_log.h"
 #include "cnrt.h"
 #include "device_allocator.h"
 #include "host_func_pool.h"
@@ -57,6 +58,10 @@ struct DeviceState {
   int live_notifiers = 0;
   // mlusimInjectKernelFault: the kernel launch that brings this to 0 faults (0 = disarmed).
   std::uint64_t kernel_fault_countdown = 0;
+  // Blocking host calls that waited for this device's work since the stats epoch, and the
+  // simulated host time they waited (mlusimDeviceStats_t::host_syncs / host_sync_wait_ns).
+  std::uint64_t host_syncs = 0;
+  Picos host_sync_wait_ps = 0;
 };
 
 // Where a pointer points, as far as the runtime knows.
@@ -117,8 +122,18 @@ class Runtime {
   // ---- execution (mu held by the caller, through `lk`) ----
   // Stamps `op` with t's clock and appends it to `q`.
   void submit(const OpPtr& op, const QueuePtr& q, const HostThread& t);
-  // Blocks until every op has completed; t's clock moves to the latest end.
-  void wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t);
+  // Blocks until every op has completed; t's clock moves to the latest end. `api` names the
+  // blocking call: a wait for unfinished work counts as a host sync of t's device (statistics,
+  // activity record).
+  void wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api);
+
+  // mlusimActivityEnable/Read (mu held).
+  ActivityLog activity;
+
+ private:
+  void record_activity(const Op& op);
+
+ public:
   // Blocks until the simulation has reached `at` (or cannot: a host function holds it back).
   void reach(std::unique_lock<std::mutex>& lk, Picos at);
   // Runs `fn` on the simulation thread (outside the simulation and without `mu`) and waits.

@@ -194,5 +194,90 @@ TEST_F(ExtTest, InjectedDmaBitFlipCorruptsOneElement) {
   ASSERT_EQ(cnrtFree(p), cnrtSuccess);
 }
 
+// An armed kernel fault traps the nth launch; the next sync reports it with the kernel's name and
+// launch tag, once; later kernels run clean.
+TEST_F(ExtTest, InjectedKernelFaultTrapsTheNthLaunch) {
+  ASSERT_EQ(mlusimInjectKernelFault(0, 2), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag("aten::mul"), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(2), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag(nullptr), cnrtSuccess);
+  EXPECT_EQ(cnrtQueueSync(nullptr), cnrtErrorKernelTrap);
+  const std::string message = mlusimGetLastErrorMessage();
+  EXPECT_NE(message.find("(launched by aten::mul) faulted"), std::string::npos) << message;
+  EXPECT_NE(message.find("injected kernel fault (mlusimInjectKernelFault)"), std::string::npos) << message;
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  EXPECT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  mlusimDeviceStats_t s;
+  ASSERT_EQ(mlusimGetDeviceStats(0, &s), cnrtSuccess);
+  EXPECT_EQ(s.faulted_kernels, 1u);
+  EXPECT_CNRT_ERROR(mlusimInjectKernelFault(5, 1), cnrtErrorDeviceInvalid);
+}
+
+// Activity records: kernels and copies with their device times and the submitting thread's
+// correlation id, blocking calls as syncs with how long the host waited; the sync counters.
+TEST_F(ExtTest, ActivityRecordsCarryCorrelationIdsAndSyncs) {
+  constexpr std::size_t kBytes = 1 << 20;
+  void* d = dmalloc(kBytes);
+  std::vector<char> h(kBytes, 1);
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+  ASSERT_EQ(mlusimActivityEnable(1), cnrtSuccess);
+  ASSERT_EQ(mlusimPushCorrelationId(41), cnrtSuccess);
+  ASSERT_EQ(cnrtMemcpyAsync(d, h.data(), kBytes, nullptr, cnrtMemcpyHostToDev), cnrtSuccess);
+  ASSERT_EQ(mlusimPushCorrelationId(42), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag("aten::relu"), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(4), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimSetLaunchTag(nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimPopCorrelationId(), cnrtSuccess);
+  ASSERT_EQ(mlusimPopCorrelationId(), cnrtSuccess);
+  EXPECT_CNRT_ERROR(mlusimPopCorrelationId(), cnrtErrorIllegalState);
+  double before = 0, after = 0;
+  ASSERT_EQ(mlusimGetHostTime(&before), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  ASSERT_EQ(mlusimGetHostTime(&after), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);  // nothing left to wait for: not a sync
+  ASSERT_EQ(mlusimActivityEnable(0), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeKernel(empty_kernel, dim(1), cnrtFuncTypeBlock, nullptr, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);  // not recorded, but counted
+
+  std::vector<mlusimActivity_t> records(8);
+  std::size_t n = 0;
+  std::uint64_t dropped = 7;
+  ASSERT_EQ(mlusimActivityRead(records.data(), records.size(), &n, &dropped), cnrtSuccess);
+  ASSERT_EQ(n, 3u);
+  EXPECT_EQ(dropped, 0u);
+  const mlusimActivity_t& copy = records[0];
+  EXPECT_EQ(copy.kind, mlusimActivityMemcpy);
+  EXPECT_EQ(copy.correlation_id, 41u);
+  EXPECT_EQ(copy.bytes, kBytes);
+  EXPECT_GT(copy.end_ns, copy.start_ns);
+  const mlusimActivity_t& kernel = records[1];
+  EXPECT_EQ(kernel.kind, mlusimActivityKernel);
+  EXPECT_STREQ(kernel.name, "empty_kernel");
+  EXPECT_STREQ(kernel.tag, "aten::relu");
+  EXPECT_EQ(kernel.correlation_id, 42u);
+  EXPECT_GE(kernel.start_ns, copy.end_ns);  // one queue: in order
+  const mlusimActivity_t& sync = records[2];
+  EXPECT_EQ(sync.kind, mlusimActivitySync);
+  EXPECT_STREQ(sync.name, "cnrtQueueSync");
+  EXPECT_EQ(sync.correlation_id, 0u);
+  EXPECT_DOUBLE_EQ(sync.end_ns, after);
+  EXPECT_GT(sync.end_ns, sync.start_ns);
+  EXPECT_DOUBLE_EQ(sync.end_ns, kernel.end_ns);  // the host waited until the kernel was done
+  EXPECT_NE(sync.host_thread, 0u);
+
+  mlusimDeviceStats_t s;
+  ASSERT_EQ(mlusimGetDeviceStats(0, &s), cnrtSuccess);
+  EXPECT_EQ(s.host_syncs, 2u);
+  EXPECT_GE(s.host_sync_wait_ns, sync.end_ns - sync.start_ns);
+  ASSERT_EQ(mlusimActivityRead(records.data(), records.size(), &n, nullptr), cnrtSuccess);
+  EXPECT_EQ(n, 0u);  // drained
+  EXPECT_CNRT_ERROR(mlusimActivityRead(nullptr, 4, &n, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimActivityRead(records.data(), 4, nullptr, nullptr), cnrtErrorArgsInvalid);
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+  ASSERT_EQ(mlusimGetDeviceStats(0, &s), cnrtSuccess);
+  EXPECT_EQ(s.host_syncs, 0u);
+}
+
 }  // namespace
 }  // namespace mlusim::driver::testing
