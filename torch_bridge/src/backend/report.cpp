@@ -198,9 +198,14 @@ std::string format_text(const ReportData& r) {
   std::snprintf(line, sizeof line, "mlusim cycle report (torch_mlu): device %d, config %s, %u clusters x %u cores @ %.0f MHz\n",
                 r.device, r.config.c_str(), r.clusters, r.cores_per_cluster, r.clock_mhz);
   o << line;
-  std::snprintf(line, sizeof line, "simulated time %.3f us (device), host clock %.3f us, %llu kernel launches (%llu faulted)\n\n",
+  std::snprintf(line, sizeof line, "simulated time %.3f us (device), host clock %.3f us, %llu kernel launches (%llu faulted)\n",
                 s.elapsed_ns / 1e3, r.host_ns / 1e3, static_cast<unsigned long long>(s.kernels),
                 static_cast<unsigned long long>(s.faulted_kernels));
+  o << line;
+  // Blocking calls (synchronize, .item(), .cpu(), blocking copies, frees of busy memory) are the
+  // first thing to look for: each one drains the device and stalls the host.
+  std::snprintf(line, sizeof line, "host syncs: %llu blocking calls waited %.3f us for the device (simulated host time)\n\n",
+                static_cast<unsigned long long>(s.host_syncs), s.host_sync_wait_ns / 1e3);
   o << line;
 
   o << "ops (ATen ops that ran kernels; bound = roofline of their MACs and minimum DRAM bytes)\n";
@@ -302,6 +307,8 @@ nlohmann::json format_json(const ReportData& r) {
   j["host_ns"] = r.host_ns;
   j["kernel_launches"] = s.kernels;
   j["faulted_kernels"] = s.faulted_kernels;
+  j["host_syncs"] = s.host_syncs;
+  j["host_sync_wait_ns"] = s.host_sync_wait_ns;
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelSummary& k : r.kernels)
     kernels.push_back({{"name", k.name},
@@ -529,6 +536,8 @@ std::vector<std::pair<std::string, double>> device_stats(int device) {
   return {{"elapsed_ns", s.elapsed_ns},
           {"kernels", double(s.kernels)},
           {"faulted_kernels", double(s.faulted_kernels)},
+          {"host_syncs", double(s.host_syncs)},
+          {"host_sync_wait_ns", s.host_sync_wait_ns},
           {"allocated_bytes", double(s.allocated_bytes)},
           {"peak_allocated_bytes", double(s.peak_allocated_bytes)},
           {"live_allocations", double(s.live_allocations)},
