@@ -4,6 +4,8 @@ PYTORCH_CUDA_ALLOC_CONF) or set_allocator_settings()."""
 
 import collections
 import json
+import pickle
+import sys
 
 import torch
 
@@ -131,8 +133,55 @@ def caching_allocator_delete(mem_ptr):
 
 def memory_snapshot():
     """torch.cuda.memory_snapshot's list of segments (device, address, total_size, allocated_size,
-    active_size, stream, segment_type, blocks[{size, state}])."""
+    active_size, stream, segment_type, blocks[{address, size, requested_size, state}])."""
     return json.loads(_C.memory_snapshot_json())
+
+
+def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None,
+                           clear_history=False, compile_context=False, global_record_annotations=False,
+                           skip_actions=None):
+    """torch.cuda.memory._record_memory_history for the device: records every allocator event
+    (alloc, free_requested, free_completed, segment_alloc, segment_free, oom) with the Python stack
+    of the call, keeping the newest `max_entries` per device; _snapshot() returns them. enabled=None
+    stops recording. stacks "python" and "all" record Python frames (C++ frames are not gathered);
+    context must be "all", "alloc", "state" or None (recorded for every action in each case).
+    Times in the trace are simulated host time. Recording starts afresh (earlier history dropped)."""
+    if enabled not in (None, "all", "state") and not isinstance(enabled, bool):
+        raise ValueError(f"enabled must be None, 'state' or 'all', got {enabled!r}")
+    if context not in (None, "all", "alloc", "state"):
+        raise ValueError(f"context must be None, 'state', 'alloc' or 'all', got {context!r}")
+    if stacks not in ("python", "all"):
+        raise ValueError(f"stacks must be 'python' or 'all', got {stacks!r}")
+    if max_entries <= 0:
+        raise ValueError(f"max_entries must be > 0, got {max_entries}")
+    on = bool(enabled)
+    if on:
+        torch._C._profiler.gather_traceback(True, False, False)  # installs torch's Python unwinder
+    _C.record_memory_history(on, on and context is not None, min(int(max_entries), sys.maxsize))
+
+
+def _snapshot(device=None):
+    """torch.cuda.memory._snapshot's dict: "segments" (memory_snapshot() with each live block's
+    allocation stack as "frames"), "device_traces" (one list of events per device, oldest first)
+    and "allocator_settings"; torch.cuda._memory_viz and pytorch.org/memory_viz read it."""
+    traces, block_frames = _C.memory_history()
+    segments = memory_snapshot()
+    for seg in segments:
+        seg.setdefault("requested_size", sum(b["requested_size"] for b in seg["blocks"]))
+        seg.setdefault("segment_pool_id", (0, 0))
+        seg.setdefault("is_expandable", False)
+        seg.setdefault("frames", [])
+        for b in seg["blocks"]:
+            b["frames"] = block_frames.get(b["address"], []) if b["state"] == "active_allocated" else []
+    return {"segments": segments, "device_traces": traces,
+            "allocator_settings": {"PYTORCH_MLU_ALLOC_CONF": get_allocator_settings()}}
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle"):
+    """Pickles _snapshot() to `filename` (torch.cuda.memory._dump_snapshot): drag it onto
+    https://pytorch.org/memory_viz or read it with torch.cuda._memory_viz."""
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)
 
 
 def memory_summary(device=None, abbreviated=False):

@@ -539,7 +539,7 @@ struct CachingAllocator::Impl {
   void collect_segment(const Block* head, SegmentInfo& seg) const {
     for (const Block* b = head; b; b = b->next) {
       const bool active = b->allocated || b->event_count > 0;
-      seg.blocks.push_back(BlockInfo{b->size, b->allocated, active});
+      seg.blocks.push_back(BlockInfo{addr(b->ptr), b->size, b->allocated ? b->requested_size : 0, b->allocated, active});
       seg.total_size += b->size;
       if (b->allocated) seg.allocated_size += b->size;
       if (active) seg.active_size += b->size;

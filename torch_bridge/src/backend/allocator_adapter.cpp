@@ -167,7 +167,10 @@ CachingAllocator& caching_allocator() {
   std::lock_guard<std::mutex> lock(g_allocator_init_mu);
   if (CachingAllocator* a = g_allocator.load()) return *a;
   auto* a = new CachingAllocator(AllocatorConfig::from_environment());  // never deleted
-  a->set_event_sink(&trace_recorder_add);
+  a->set_event_sink([](const AllocatorEvent& event) {
+    trace_recorder_add(event);
+    memory_history_add(event);
+  });
   ensure_started();  // fork/exit handlers see the allocator from now on
   g_allocator.store(a, std::memory_order_release);
   return *a;
@@ -222,7 +225,9 @@ std::string memory_snapshot_json() {
   nlohmann::json segments = nlohmann::json::array();
   for (const SegmentInfo& s : caching_allocator().snapshot()) {
     nlohmann::json blocks = nlohmann::json::array();
-    for (const BlockInfo& b : s.blocks) blocks.push_back({{"size", b.size}, {"state", block_state(b)}});
+    for (const BlockInfo& b : s.blocks)
+      blocks.push_back({{"address", b.address}, {"size", b.size}, {"requested_size", b.requested_size},
+                        {"state", block_state(b)}});
     segments.push_back({{"device", s.device},
                         {"address", s.address},
                         {"total_size", s.total_size},

@@ -56,6 +56,8 @@ void trace_recorder_end();
 void trace_recorder_clear();        // stops recording and drops the events
 void trace_recorder_drop_events();  // drops the events, recording goes on (config reload)
 void trace_recorder_add(const AllocatorEvent& event);  // called from the allocator's sink
+// memory_history.cpp: the allocator history of record_memory_history (api.h); allocator's sink.
+void memory_history_add(const AllocatorEvent& event);
 // Adds the recorded allocator events to a trace file the driver wrote.
 void trace_merge_allocator_events(const std::string& path);
 

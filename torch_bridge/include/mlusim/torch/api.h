@@ -123,6 +123,32 @@ void set_timing_only(bool enabled);
 // now faults when it runs; the op that launched it returns, the next sync raises naming the
 // kernel and the op. 0 disarms.
 void inject_kernel_fault(int device, std::uint64_t nth);
+
+// ---- memory history: torch.mlu.memory._record_memory_history / _snapshot (CUDA's format) ----
+struct MemoryFrame {
+  std::string filename;
+  std::string name;
+  std::uint64_t line = 0;
+};
+struct MemoryTraceEntry {
+  std::string action;          // alloc, free_requested, free_completed, segment_alloc, segment_free, oom
+  std::uintptr_t addr = 0;     // block or segment address (0 for oom)
+  std::size_t size = 0;        // block or segment bytes; the request for oom
+  std::uintptr_t stream = 0;   // the queue handle
+  double time_us = 0;          // simulated host time of the allocating thread, us
+  std::size_t device_free = 0; // oom: free device memory then
+  std::vector<MemoryFrame> frames;  // Python stack of the call, innermost first (when stacks are on)
+};
+struct MemoryHistory {
+  std::vector<std::vector<MemoryTraceEntry>> device_traces;  // one list per device, oldest first
+  std::vector<std::pair<std::uintptr_t, std::vector<MemoryFrame>>> block_frames;  // live block -> its alloc stack
+};
+// Starts (clearing earlier history) or stops recording the caching allocator's events; `stacks`
+// gathers the Python stack of every event (torch's CapturedTraceback, as CUDA's allocator does);
+// at most `max_entries` newest events are kept per device.
+void record_memory_history(bool enabled, bool stacks, std::size_t max_entries);
+// The recorded history with its stacks symbolized. Call with the GIL held (Python frames).
+MemoryHistory memory_history();
 // Trace capture: level 1 = ops (kernels, copies, allocator events and counters), 2 = + intrinsics.
 void trace_begin(int level);
 void trace_end();

@@ -120,7 +120,9 @@ class OutOfMemoryError : public std::runtime_error {
 
 // What memory_snapshot() reports per segment (torch.cuda.memory_snapshot's fields).
 struct BlockInfo {
+  std::uintptr_t address = 0;
   std::size_t size = 0;
+  std::size_t requested_size = 0;  // the caller's size while allocated, else 0
   bool allocated = false;  // handed out and not freed
   bool active = false;     // allocated, or freed but still used by a queue
 };

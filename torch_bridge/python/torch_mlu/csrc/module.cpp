@@ -95,6 +95,43 @@ PYBIND11_MODULE(_C, m) {
   m.def("config_name", &b::config_name);
   m.def("set_timing_only", &b::set_timing_only, py::arg("enabled"));
   m.def("inject_kernel_fault", &b::inject_kernel_fault, py::arg("device"), py::arg("nth"));
+
+  // memory history (torch_mlu/memory.py builds CUDA's snapshot dict from these)
+  m.def("record_memory_history", &b::record_memory_history, py::arg("enabled"), py::arg("stacks"),
+        py::arg("max_entries"));
+  m.def("memory_history", [] {
+    const b::MemoryHistory h = b::memory_history();
+    auto frames = [](const std::vector<b::MemoryFrame>& fs) {
+      py::list l;
+      for (const b::MemoryFrame& f : fs) {
+        py::dict d;
+        d["filename"] = f.filename;
+        d["name"] = f.name;
+        d["line"] = f.line;
+        l.append(d);
+      }
+      return l;
+    };
+    py::list traces;
+    for (const auto& trace : h.device_traces) {
+      py::list entries;
+      for (const b::MemoryTraceEntry& e : trace) {
+        py::dict d;
+        d["action"] = e.action;
+        d["addr"] = e.addr;
+        d["size"] = e.size;
+        d["stream"] = e.stream;
+        d["time_us"] = e.time_us;
+        if (e.action == "oom") d["device_free"] = e.device_free;
+        d["frames"] = frames(e.frames);
+        entries.append(d);
+      }
+      traces.append(entries);
+    }
+    py::dict blocks;
+    for (const auto& [address, fs] : h.block_frames) blocks[py::int_(address)] = frames(fs);
+    return py::make_tuple(traces, blocks);
+  });
   m.def("trace_begin", &b::trace_begin, py::arg("level"));
   m.def("trace_end", &b::trace_end);
   m.def("trace_write", &b::trace_write, py::arg("path"));
