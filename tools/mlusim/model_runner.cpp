@@ -23,6 +23,7 @@
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -247,6 +248,15 @@ RunResult run_model_impl(const RunOptions& o) {
   if (!o.trace_path.empty()) bridge::trace_begin(o.trace_level);
   bridge::set_timing_only(o.timing_only);
 
+  // --profile: torch.profiler's own recorder (Kineto, CPU + PrivateUse1 activities) over the
+  // measured iterations, as `with torch.profiler.profile(...)` around them would.
+  namespace tprof = torch::profiler::impl;
+  const tprof::ProfilerConfig profiler_config(tprof::ProfilerState::KINETO_PRIVATEUSE1);  // the plug-in (torch_bridge/src/profiler)
+  const std::set<tprof::ActivityType> activities{tprof::ActivityType::CPU, tprof::ActivityType::PrivateUse1};
+  if (!o.profile_path.empty()) {
+    torch::autograd::profiler::prepareProfiler(profiler_config, activities);
+    torch::autograd::profiler::enableProfiler(profiler_config, activities);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   {
     Progress progress(o.progress, o.iterations);
@@ -257,6 +267,11 @@ RunResult run_model_impl(const RunOptions& o) {
     bridge::synchronize();
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.profile_path.empty()) {
+    const fs::path p(o.profile_path);
+    if (p.has_parent_path()) fs::create_directories(p.parent_path());
+    torch::autograd::profiler::disableProfiler()->save(o.profile_path);
+  }
   bridge::set_timing_only(false);
 
   RunResult r;
@@ -290,6 +305,7 @@ RunResult run_model_impl(const RunOptions& o) {
   j["host_seconds"] = host_seconds;
   // Absolute, so the report finds it wherever the JSON is written.
   j["trace"] = o.trace_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(fs::absolute(o.trace_path).string());
+  j["profile"] = o.profile_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(fs::absolute(o.profile_path).string());
   nlohmann::json macs = nlohmann::json::object();
   for (const sim::DType d : {sim::DType::kFloat32, sim::DType::kFloat16, sim::DType::kInt8})
     macs[std::string(sim::dtype_name(d))] = sim::peak_macs_per_s(cfg, d);

@@ -28,6 +28,7 @@ struct RunOptions {
   bool timing_only = false;
   bool fallback = false;               // run ops without a device kernel on the CPU (counted)
   std::string trace_path;              // "" = no trace
+  std::string profile_path;            // "" = none; else torch.profiler's trace (Kineto JSON) of the measured iterations
   int trace_level = 1;                 // 1 ops, 2 + intrinsics
   bool progress = true;                // progress line on stderr when it is a terminal
   double learning_rate = 0.01;

@@ -69,20 +69,29 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--trace", *trace, "Chrome trace-event JSON to write (default traces/<model>-<config>.json)");
   cmd->add_flag("--no-trace", *no_trace, "Do not record a trace");
   cmd->add_option("--report", *report, "Also write the run report as JSON (input of `mlusim report`)");
-  return [opts, trace, no_trace, report] {
+  auto profile = std::make_shared<std::string>();
+  cmd->add_option("--profile", *profile,
+                  "Also record the measured iterations with torch.profiler (CPU + MLU activities) and write its "
+                  "trace to DIR/<model>-<config>.pt.trace.json (TensorBoard's profiler plug-in and Perfetto read it)");
+  return [opts, trace, no_trace, report, profile] {
     RunOptions o = opts->resolve();
+    if (!profile->empty())
+      o.profile_path = (std::filesystem::path(*profile) / (o.model.name + "-" + opts->config_label() + ".pt.trace.json")).string();
     if (!*no_trace) o.trace_path = trace->empty() ? "traces/" + o.model.name + "-" + opts->config_label() + ".json" : *trace;
     nlohmann::json unfused;
     if (o.fuse) {  // the baseline first, same inputs (same seed), no trace
       RunOptions base = o;
       base.fuse = false;
       base.trace_path.clear();
+      base.profile_path.clear();
       unfused = run_model(base).report;
     }
     RunResult r = run_model(o);
     std::fputs(r.text.c_str(), stdout);
     if (o.fuse) compare_fusion(unfused, r.report, r.fusion_matches);
     if (!o.trace_path.empty()) std::printf("\ntrace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", o.trace_path.c_str());
+    if (!o.profile_path.empty())
+      std::printf("profile: %s (torch.profiler trace: TensorBoard's profiler plug-in, Perfetto)\n", o.profile_path.c_str());
     if (!report->empty()) {
       write_json(*report, r.report);
       std::printf("report: %s (mlusim report %s renders it as HTML)\n", report->c_str(), report->c_str());
