@@ -7,6 +7,9 @@
 #include <system_error>
 #include <utility>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include "config/schema.h"
 #include "mlusim/sim/config.h"
 
@@ -16,6 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kExtendsKey = "extends";
+constexpr std::size_t kMaxEntries = 10000;  // map entries in one document (see Reader::flatten)
+constexpr std::size_t kMaxDepth = 32;       // maps nested in one document (the schema needs 3)
 
 std::string node_kind(const YAML::Node& node) {
   switch (node.Type()) {
@@ -54,7 +59,9 @@ class Reader {
     if (const YAML::Node extends = root[kExtendsKey]) tree = read_base(extends, file, base_dir);
     Tree own;
     std::set<std::string> seen;
-    flatten(root, "", file, own, seen);
+    std::size_t entries = 0;
+    std::vector<YAML::Node> ancestors{root};
+    flatten(root, "", file, own, seen, entries, ancestors);
     ++documents_read_;
     for (auto& [key, leaf] : own) {  // the including file wins
       leaf.order = documents_read_;
@@ -75,21 +82,54 @@ class Reader {
     return ec ? path.lexically_normal().string() : canonical.string();
   }
 
+  // Records where each document starts; the events themselves are not needed.
+  struct DocumentStarts : YAML::EventHandler {
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  };
+
+  [[noreturn]] static void syntax_error(const std::string& file, const YAML::Mark& mark, const std::string& what) {
+    std::string where;
+    if (!mark.is_null())
+      where = " at line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+    throw ConfigError(file, "", "YAML syntax error" + where + ": " + what);
+  }
+
+  // The document's root map. Documents are counted with yaml-cpp's parser, not YAML::LoadAll:
+  // LoadAll never returns for text with a flow indicator the parser cannot consume at document
+  // level (yaml-cpp 0.7: ",", "[a]," or "- x\n,": the parser reports empty documents at that same
+  // position forever). Two documents starting at one position are that case: a syntax error.
   static YAML::Node parse(const std::string& text, const std::string& file) {
-    std::vector<YAML::Node> documents;
+    DocumentStarts starts;
+    YAML::Node root;
     try {
-      documents = YAML::LoadAll(text);
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      // Three documents at most: enough to tell one from more, and a stuck parser from a next document.
+      while (starts.marks.size() < 3 && parser.HandleNextDocument(starts)) {
+        const std::vector<YAML::Mark>& m = starts.marks;
+        if (m.size() >= 2 && m[m.size() - 1].pos == m[m.size() - 2].pos) {
+          const auto at = static_cast<std::size_t>(m.back().pos);
+          const bool shown = at < text.size() && text[at] > ' ' && text[at] < 0x7f;
+          syntax_error(file, m.back(), shown ? "unexpected '" + text.substr(at, 1) + "'" : "unexpected text");
+        }
+      }
+      root = YAML::Load(text);  // the first document (parsed again, as nodes)
     } catch (const YAML::Exception& e) {
-      std::string where;
-      if (!e.mark.is_null())
-        where = " at line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1);
-      throw ConfigError(file, "", "YAML syntax error" + where + ": " + e.msg);
+      syntax_error(file, e.mark, e.msg);
     }
-    if (documents.empty() || documents.front().IsNull())
+    if (starts.marks.empty() || root.IsNull())
       throw ConfigError(file, "", "empty document: expected a map of configuration keys");
-    if (documents.size() > 1)
-      throw ConfigError(file, "", at_line("holds more than one YAML document", line_of(documents[1])));
-    const YAML::Node& root = documents.front();
+    if (starts.marks.size() > 1)
+      throw ConfigError(file, "", at_line("holds more than one YAML document", starts.marks[1].line + 1));
     if (!root.IsMap())
       throw ConfigError(file, "", at_line("top level must be a map of configuration keys, got " + node_kind(root),
                                           line_of(root)));
@@ -127,11 +167,19 @@ class Reader {
 
   // Adds every leaf of `node` under `prefix` to `out`. Maps are descended into unless their path
   // is itself a key, so a map given where a number belongs is kept and reported as a wrong type.
+  // `entries` counts the map entries visited in this document: YAML aliases share one map among
+  // many places, so a few hundred bytes of maps that alias one another expand into billions of
+  // entries (a "billion laughs" document). No config comes near kMaxEntries. `ancestors` are the maps
+  // being flattened, outermost first: an alias can make a map contain itself, which would recurse
+  // until the stack overflows; so can nesting deeper than kMaxDepth, which no config needs.
   static void flatten(const YAML::Node& node, const std::string& prefix, const std::string& file, Tree& out,
-                      std::set<std::string>& seen) {
+                      std::set<std::string>& seen, std::size_t& entries, std::vector<YAML::Node>& ancestors) {
     for (const auto& entry : node) {
       const YAML::Node& key_node = entry.first;
       const YAML::Node& value = entry.second;
+      if (++entries > kMaxEntries)
+        throw ConfigError(file, "", "more than " + std::to_string(kMaxEntries) +
+                                        " keys and sections (YAML aliases that repeat maps inside one another?)");
       if (!key_node.IsScalar())
         throw ConfigError(file, prefix, at_line("map key is " + node_kind(key_node) + ", expected a name",
                                                 line_of(key_node)));
@@ -143,7 +191,14 @@ class Reader {
         throw ConfigError(file, path, at_line("write nested maps, not dotted or empty key names", line));
       if (!seen.insert(path).second) throw ConfigError(file, path, at_line("duplicate key", line));
       if (value.IsMap() && find_field(path) == nullptr && (value.size() > 0 || is_section(path))) {
-        flatten(value, path, file, out, seen);
+        for (const YAML::Node& outer : ancestors)
+          if (outer.is(value))
+            throw ConfigError(file, path, at_line("the map contains itself (through a YAML alias)", line));
+        if (ancestors.size() > kMaxDepth)
+          throw ConfigError(file, path, at_line("maps nested more than " + std::to_string(kMaxDepth) + " deep", line));
+        ancestors.push_back(value);
+        flatten(value, path, file, out, seen, entries, ancestors);
+        ancestors.pop_back();
       } else {
         out[path] = Leaf{value, file, line};
       }
