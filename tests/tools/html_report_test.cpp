@@ -3,8 +3,15 @@
 // and counters, and a message for every section without data.
 #include "html_report.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -292,6 +299,98 @@ TEST(HtmlReport, StreamedTracesGiveTheSamePageAsParsedOnes) {
   EXPECT_NE(build_html_report(sample_run(), no_events).find("The trace could not be used"), std::string::npos);
   std::istringstream broken(R"({"traceEvents": [{"ph": "X", )");
   EXPECT_THROW(build_html_report(sample_run(), broken), json::parse_error);
+}
+
+// ---- inputs report_reader_fuzz found (tests/fuzz/report_reader_fuzz.cpp) ----------------------------
+// Each hung the page builder (or, for the first, converted a NaN to an integer) before the fix; a
+// regression would hang again, so each page is built under a deadline that aborts the program.
+
+std::string page_within_deadline(const json& run, const json* trace, const HtmlReportOptions& options = {}) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::string html;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      html = build_html_report(run, trace, options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; })) {
+      std::fprintf(stderr, "build_html_report did not return within 30 s: the page builder hangs again\n");
+      std::abort();
+    }
+  }
+  worker.join();
+  if (error) std::rethrow_exception(error);
+  return html;
+}
+
+// Slices that end past the largest double (ts 1e308 + dur 1e308): the time window is infinite, and a
+// merged slice's pixel column was NaN, converted to an integer (undefined behaviour; UBSan aborts).
+TEST(HtmlReportFuzzRegressions, SlicesEndingBeyondTheDoubleRange) {
+  json events = json::array();
+  for (int i = 0; i < 20; ++i) events.push_back(slice("k" + std::to_string(i), "kernel", 1, 1e308, 1e308));
+  const json trace = {{"traceEvents", events}};
+  HtmlReportOptions options;
+  options.max_bars = 16;
+  const std::string html = page_within_deadline(sample_run(), &trace, options);
+  EXPECT_NE(html.find("the other 4 (each at most"), std::string::npos) << "4 slices merged";
+}
+
+// The time axis stepped k = ceil(t0 / step), k + 1, ... until k * step > t1: where k + 1 == k (a window
+// of 16 µs at 10^17 µs; or one instant at 10^300 µs, whose 1 µs window is lost in rounding) it never
+// got there.
+TEST(HtmlReportFuzzRegressions, TimeAxesFarFromZero) {
+  for (const double ts : {1e17, 1e300, -1e300}) {
+    SCOPED_TRACE(ts);
+    const json trace = {{"traceEvents", json::array({slice("far", "kernel", 1, ts, 16)})}};
+    const std::string html = page_within_deadline(sample_run(), &trace);
+    EXPECT_NE(html.find("<title>far\nkernel"), std::string::npos);
+  }
+}
+
+// A counter value near the double maximum: the axis top (value x 1.05, rounded up to a step) was
+// infinite and the tick loop v += step never passed it.
+TEST(HtmlReportFuzzRegressions, CounterValuesNearTheDoubleMaximum) {
+  const json trace = {{"traceEvents", json::array({counter("x", 1, {{"v", 1.7e308}}), counter("x", 2, {{"v", 1}}),
+                                                   counter("mem", 1, {{"bytes", 1.7e308}})})}};
+  const std::string html = page_within_deadline(sample_run(), &trace);
+  EXPECT_NE(html.find("<h3>Memory (bytes)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<h3>Other counters</h3>"), std::string::npos);
+}
+
+// The roofline's log axes ran from floor(log10(min)) to ceil(log10(max)) in steps of 1: an intensity or
+// FLOP/s of 0 or infinity as a double (1e300 MACs over 1e-300 bytes, 1e-300 MACs over 1e300 bytes,
+// 1e300 MACs in 1e-300 ns) or an infinite peak (2 x 1.7e308 MAC/s) made the range endless. Such ops
+// are listed as out of range instead; such peaks are left out.
+TEST(HtmlReportFuzzRegressions, RooflineValuesOutOfTheDoubleRange) {
+  const auto op = [](const std::string& name, double macs, double bytes, double ns) {
+    return json{{"name", name}, {"calls", 1}, {"macs", macs}, {"min_dram_bytes", bytes}, {"time_ns", ns}};
+  };
+  json run = sample_run();
+  run["report"]["ops"].push_back(op("huge_intensity", 1e300, 1e-300, 1));
+  run["report"]["ops"].push_back(op("zero_intensity", 1e-300, 1e300, 1));
+  run["report"]["ops"].push_back(op("huge_flops", 1e300, 1, 1e-300));
+  run["peaks"]["macs_per_s"]["int8"] = 1.7e308;
+  std::string html = page_within_deadline(run, nullptr);
+  EXPECT_NE(html.find("3 ops whose intensity or FLOP/s is out of range (0 or infinite as a double) are not plotted: "
+                      "huge_intensity, zero_intensity, huge_flops"),
+            std::string::npos);
+  EXPECT_NE(html.find("aten::convolution (fp32)"), std::string::npos) << "the other ops are still plotted";
+
+  json only_bad = sample_run();
+  only_bad["report"]["ops"] = json::array({op("huge_flops", 1e300, 1, 1e-300)});
+  only_bad["peaks"]["dram_bytes_per_s"] = 1e-300;  // ridge points of 10^320 FLOP/byte: infinite
+  html = page_within_deadline(only_bad, nullptr);
+  EXPECT_NE(html.find("No op has an arithmetic intensity and a FLOP/s that a log scale can show"), std::string::npos);
 }
 
 }  // namespace

@@ -561,8 +561,15 @@ double time_x(const TraceModel& m, double us) { return kPlotX + (us - m.t0) / (m
 std::string time_axis(double t0, double t1, double top, double bottom) {
   std::string o;
   const double step = nice_step(t1 - t0, 10);
-  for (double k = std::ceil(t0 / step); k * step <= t1 + step * 1e-9; ++k) {
+  const double first = std::ceil(t0 / step);
+  if (!std::isfinite(first) || !(step > 0) || !std::isfinite(step)) return o;
+  // About ten ticks. The count is capped, and ticks stop where k + 1 == k: beyond 2^53 steps from 0
+  // (e.g. a window of 16 µs at 10^17 µs) the steps are no longer distinct doubles.
+  for (int i = 0; i < 50; ++i) {
+    const double k = first + i;
+    if (i > 0 && k == first + (i - 1)) break;
     const double t = k * step, x = kPlotX + (t - t0) / (t1 - t0) * kPlotWidth;
+    if (!(t <= t1 + step * 1e-9)) break;
     o += "<line x1=\"" + px(x) + "\" x2=\"" + px(x) + "\" y1=\"" + px(top) + "\" y2=\"" + px(bottom) + "\"/>";
     o += "<text x=\"" + px(x) + "\" y=\"" + px(top - 6) + "\">" + esc(time_tick_label(t, step)) + "</text>";
   }
@@ -613,8 +620,13 @@ std::string merged_bars(const TraceModel& m, const std::vector<char>& individual
     const Slice& s = m.slices[i];
     Row& r = rows[{s.lane, s.depth}];
     if (r.partial.empty()) r.partial.resize(columns + 1), r.delta.resize(columns + 2), r.count.resize(columns + 1);
-    const double x0 = std::clamp((s.start - m.t0) / column_us, 0.0, kPlotWidth);
-    const double x1 = std::clamp((s.start + s.dur - m.t0) / column_us, x0, kPlotWidth);
+    // Times beyond the double range make the window infinite: such a slice's x is NaN, taken as 0.
+    const auto column = [&](double us) {
+      const double x = (us - m.t0) / column_us;
+      return std::isnan(x) ? 0.0 : std::clamp(x, 0.0, kPlotWidth);
+    };
+    const double x0 = column(s.start);
+    const double x1 = std::max(x0, column(s.start + s.dur));
     const auto c0 = static_cast<std::size_t>(x0), c1 = static_cast<std::size_t>(x1);
     ++r.count[std::min(c0, columns - 1)];
     if (c0 == c1) {
@@ -793,16 +805,19 @@ std::string roofline_section(const json& run) {
   // Roofs: DRAM bytes/s (slope) and peak FLOP/s (= 2 x MAC/s) per dtype.
   const double bw = dram_peak_bytes_per_s(run);
   std::map<std::string, double> peak_flops;
+  // Every value that sets the log axes must be a positive finite number: log10 of 0 or infinity
+  // would make the decade loops below endless.
+  const auto plottable = [](double v) { return v > 0 && std::isfinite(v); };
   if (member(peaks, "macs_per_s").is_object())
     for (const auto& [d, v] : member(peaks, "macs_per_s").items())
-      if (as_num(v) > 0) peak_flops[d] = 2 * as_num(v);
+      if (plottable(2 * as_num(v))) peak_flops[d] = 2 * as_num(v);
 
   struct Point {
     std::string name, dtype;
     double ai, flops, time_ns, share, peak_frac, bound_frac, calls;
   };
   std::vector<Point> points;
-  std::vector<std::string> left_out;
+  std::vector<std::string> left_out, out_of_range;
   if (ops.is_array())
     for (const json& op : ops) {
       const double macs = num0(op, "macs"), bytes = num0(op, "min_dram_bytes"), t = num0(op, "time_ns");
@@ -812,11 +827,19 @@ std::string roofline_section(const json& run) {
       }
       const std::string dtype = op_dtype(op, run);
       const double flops = 2 * macs / (t * 1e-9), peak = num(op, "peak_macs_per_s");
-      if (!peak_flops.count(dtype) && peak > 0) peak_flops[dtype] = 2 * peak;  // no run peaks: the op's own
+      if (!plottable(2 * macs / bytes) || !plottable(flops)) {  // e.g. 1e300 MACs in 1e-300 ns
+        out_of_range.push_back(text(op, "name"));
+        continue;
+      }
+      if (!peak_flops.count(dtype) && plottable(2 * peak)) peak_flops[dtype] = 2 * peak;  // no run peaks: the op's own
       const double bound = num(op, "roofline_bound_ns");
       points.push_back({text(op, "name"), dtype, 2 * macs / bytes, flops, t, num(op, "share"),
                         peak > 0 ? macs / (t * 1e-9) / peak : kNaN, bound > 0 ? bound / t : kNaN, num(op, "calls")});
     }
+  if (points.empty() && !out_of_range.empty())
+    return section("roofline", title,
+                   empty_note("No op has an arithmetic intensity and a FLOP/s that a log scale can show (a positive "
+                              "finite number of FLOP/byte and FLOP/s)."));
   if (points.empty())
     return section(
         "roofline", title,
@@ -845,7 +868,7 @@ std::string roofline_section(const json& run) {
   }
   for (const auto& [d, f] : peak_flops) {
     ymax = std::max(ymax, f);
-    if (bw > 0) xmin = std::min(xmin, f / bw), xmax = std::max(xmax, f / bw);
+    if (bw > 0 && plottable(f / bw)) xmin = std::min(xmin, f / bw), xmax = std::max(xmax, f / bw);
   }
   const double lx0 = std::floor(std::log10(xmin / 2)), lx1 = std::max(lx0 + 1, std::ceil(std::log10(xmax * 2)));
   const double ly0 = std::floor(std::log10(ymin / 2)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(ymax * 2)));
@@ -951,13 +974,18 @@ std::string roofline_section(const json& run) {
     for (const auto& [d, f] : others) names += (names.empty() ? "" : ", ") + d + " " + si(f, "FLOP/s");
     body += "<p class=\"hint\">" + esc("Peaks of dtypes no plotted op used (not drawn): " + names + ".") + "</p>\n";
   }
-  if (!left_out.empty()) {
-    std::string names;
-    for (std::size_t i = 0; i < left_out.size() && i < 20; ++i) names += (i ? ", " : "") + left_out[i];
-    if (left_out.size() > 20) names += ", …";
+  const auto list = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < 20; ++i) out += (i ? ", " : "") + names[i];
+    return names.size() > 20 ? out + ", …" : out;
+  };
+  if (!left_out.empty())
     body += note(grouped(double(left_out.size())) +
-                 " ops without MACs or DRAM bytes (no intensity) are not plotted: " + names);
-  }
+                 " ops without MACs or DRAM bytes (no intensity) are not plotted: " + list(left_out));
+  if (!out_of_range.empty())
+    body += note(grouped(double(out_of_range.size())) +
+                 " ops whose intensity or FLOP/s is out of range (0 or infinite as a double) are not plotted: " +
+                 list(out_of_range));
   return section("roofline", title, body);
 }
 
@@ -1043,8 +1071,10 @@ std::string counter_chart(const TraceModel& m, const std::vector<const Series*>&
     while (vmax / scale >= 1024 && u < 4) scale *= 1024, ++u;
     scale_name = kUnits[u];
   }
-  const double step = nice_step(vmax / scale, 4) * scale;
-  const double top_value = std::ceil(vmax * 1.05 / step) * step;
+  double step = nice_step(vmax / scale, 4) * scale;
+  double top_value = std::ceil(vmax * 1.05 / step) * step;
+  // Values near the double maximum: the rounded-up top (or the step) would be infinite.
+  if (!std::isfinite(step) || !std::isfinite(top_value)) step = top_value = vmax;
   auto Y = [&](double v) { return kT + kH - v / top_value * kH; };
   auto tick = [&](double v) {
     return unit == "bytes" ? sig(v / scale, 4) + " " + scale_name : unit == "GB/s" ? sig(v, 4) + " GB/s" : sig(v, 4);
@@ -1060,10 +1090,13 @@ std::string counter_chart(const TraceModel& m, const std::vector<const Series*>&
        "\" height=\"" + px(height) + "\"/></clipPath></defs>";
   o += "<g class=\"axis\" data-top=\"" + px(kAxisHeight) + "\" data-bottom=\"" + px(kT + kH) + "\">" +
        time_axis(m.t0, m.t1, kAxisHeight, kT + kH) + "</g><g class=\"axis\">";
-  for (double v = 0; v <= top_value + step * 1e-9; v += step)
+  for (int i = 0; i <= 20; ++i) {  // about five ticks; the cap keeps v += step from ever stalling
+    const double v = i * step;
+    if (!(v <= top_value + step * 1e-9)) break;
     o += "<line x1=\"" + px(kPlotX) + "\" x2=\"" + px(kPlotX + kPlotWidth) + "\" y1=\"" + px(Y(v)) + "\" y2=\"" +
          px(Y(v)) + "\"/><text class=\"y\" x=\"" + px(kPlotX - 6) + "\" y=\"" + px(Y(v) + 4) + "\">" + esc(tick(v)) +
          "</text>";
+  }
   if (unit == "GB/s" && reference > 0)
     o += "<line class=\"peak\" x1=\"" + px(kPlotX) + "\" x2=\"" + px(kPlotX + kPlotWidth) + "\" y1=\"" +
          px(Y(reference)) + "\" y2=\"" + px(Y(reference)) + "\"><title>" +
