@@ -2,6 +2,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLUSIM_HAVE_F16C_PATH 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -35,8 +36,15 @@ __attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* src,
   floats_to_halves_generic(src + i, dst + i, n - i);
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no __builtin_cpu_supports("f16c").
+// __builtin_cpu_supports("avx") also checks that the OS saves the AVX registers.
+bool cpuid_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 bool host_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = __builtin_cpu_supports("avx") && cpuid_f16c();
   return has;
 }
 #endif
