@@ -2,6 +2,7 @@
 // cycle report of the torch bridge (driver statistics and kernel records, allocator statistics,
 // CPU-fallback ops). No torch headers.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -106,6 +107,11 @@ struct ReportData {
   std::uint64_t kernel_cycles = 0;
   DeviceStats allocator;
   std::vector<std::pair<std::string, std::uint64_t>> fallback;
+  // Multiplies by input dtype (TFU and VFU matmuls): MACs, the time of the kernels that multiplied
+  // mostly in that dtype, and the dtype's peak MAC rate (sim::peak_macs_per_s).
+  sim::MacsByDtype macs_by_dtype{};
+  std::array<double, sim::kDTypeCount> mac_kernel_ns{};
+  std::array<double, sim::kDTypeCount> peak_macs_per_s{};
 };
 
 ReportData collect(int device) {
@@ -136,6 +142,12 @@ ReportData collect(int device) {
     s.time_ns += k.end_ns - k.start_ns;
     s.faulted += k.faulted ? 1 : 0;
     r.kernel_cycles += k.cycles;
+    std::size_t main_dtype = 0;
+    for (std::size_t d = 0; d < sim::kDTypeCount; ++d) {
+      r.macs_by_dtype[d] += k.macs_by_dtype[d];
+      if (k.macs_by_dtype[d] > k.macs_by_dtype[main_dtype]) main_dtype = d;
+    }
+    if (k.macs_by_dtype[main_dtype] > 0) r.mac_kernel_ns[main_dtype] += k.end_ns - k.start_ns;
     if (k.tag[0] != '\0') {
       OpSummary& o = by_op[k.tag];
       ++o.launches;
@@ -151,6 +163,7 @@ ReportData collect(int device) {
   }
   const sim::HardwareConfig cfg = driver::loaded_config();
   r.dram_peak_bytes_per_s = sim::dram_peak_bytes_per_s(cfg);
+  for (std::size_t d = 0; d < sim::kDTypeCount; ++d) r.peak_macs_per_s[d] = sim::peak_macs_per_s(cfg, static_cast<sim::DType>(d));
   for (auto& [name, o] : by_op) {
     o.name = name;
     // The bound counts the op's own MACs (libmlu's theoretical figure), at the rate of the dtype
@@ -242,6 +255,25 @@ std::string format_text(const ReportData& r) {
     o << line;
   }
 
+  // The multiply rate by dtype: what mixed precision buys (fp16 on the TFU's fp16 array).
+  o << "\nmultiplies by dtype (TFU and VFU matmuls; rate over the kernels that multiplied mostly in it)\n";
+  std::snprintf(line, sizeof line, "  %-6s %18s %12s %16s %16s %8s\n", "dtype", "MACs", "kernel us", "GMAC/s", "peak GMAC/s",
+                "of peak");
+  o << line;
+  bool any_macs = false;
+  for (std::size_t d = 0; d < sim::kDTypeCount; ++d) {
+    if (r.macs_by_dtype[d] == 0) continue;
+    any_macs = true;
+    const double rate = r.mac_kernel_ns[d] > 0 ? double(r.macs_by_dtype[d]) / (r.mac_kernel_ns[d] * 1e-9) : 0.0;
+    const double peak = r.peak_macs_per_s[d];
+    std::snprintf(line, sizeof line, "  %-6s %18llu %12.3f %16.1f %16.1f %7.1f%%\n",
+                  std::string(sim::dtype_name(static_cast<sim::DType>(d))).c_str(),
+                  static_cast<unsigned long long>(r.macs_by_dtype[d]), r.mac_kernel_ns[d] / 1e3, rate / 1e9, peak / 1e9,
+                  peak > 0 ? 100.0 * rate / peak : 0.0);
+    o << line;
+  }
+  if (!any_macs) o << "  (none)\n";
+
   o << "\nengines\n";
   std::snprintf(line, sizeof line, "  %-12s %14s %12s %14s %12s\n", "engine", "busy us", "utilisation", "intrinsics", "cycles");
   o << line;
@@ -308,6 +340,17 @@ nlohmann::json format_json(const ReportData& r) {
   j["kernel_launches"] = s.kernels;
   j["faulted_kernels"] = s.faulted_kernels;
   j["host_syncs"] = s.host_syncs;
+  nlohmann::json multiplies = nlohmann::json::array();
+  for (std::size_t d = 0; d < sim::kDTypeCount; ++d) {
+    if (r.macs_by_dtype[d] == 0) continue;
+    const double rate = r.mac_kernel_ns[d] > 0 ? double(r.macs_by_dtype[d]) / (r.mac_kernel_ns[d] * 1e-9) : 0.0;
+    multiplies.push_back({{"dtype", std::string(sim::dtype_name(static_cast<sim::DType>(d)))},
+                          {"macs", r.macs_by_dtype[d]},
+                          {"kernel_time_ns", r.mac_kernel_ns[d]},
+                          {"macs_per_s", rate},
+                          {"peak_macs_per_s", r.peak_macs_per_s[d]}});
+  }
+  j["multiplies_by_dtype"] = multiplies;
   j["host_sync_wait_ns"] = s.host_sync_wait_ns;
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelSummary& k : r.kernels)
