@@ -70,6 +70,9 @@ PACKAGES=(
   libcli11-dev
   # Tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The libFuzzer targets of tests/fuzz (tools/test.sh's fuzz step): clang and its runtime
+  # libraries (libclang_rt.fuzzer, ASan, UBSan), which Debian packages apart from the compiler
+  clang-14 libclang-rt-14-dev
   # Headless browser for the test of `mlusim report`'s HTML page (renders, no script errors)
   chromium
   # Build-time scripts
