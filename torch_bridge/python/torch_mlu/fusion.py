@@ -670,6 +670,13 @@ def fuse(module, patterns=None):
         gm.eval()
     else:
         gm = fx.symbolic_trace(module)
+    return _fuse_graph(gm, patterns)
+
+
+def _fuse_graph(gm, patterns):
+    """Rewrites `gm` (an fx.GraphModule) in place with the patterns and returns it. No training-mode
+    check: for graphs whose ops carry their own mode (TorchDynamo's, where batch_norm has an explicit
+    training=False and parameters are graph inputs)."""
     details = []
     matches = {p: 0 for p in PATTERNS}
     if "conv_bn_act" in patterns:

@@ -714,6 +714,27 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm(const Tensor& input, co
   return std::make_tuple(out, save_mean, save_invstd);
 }
 
+// The "legit" forms torch.compile's AOTAutograd and torch.export graphs use: native_batch_norm
+// with the running statistics' mutation in the schema (Tensor(a!)), without them, or in eval mode.
+std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm_legit(const Tensor& input, const OptTensor& weight,
+                                                               const OptTensor& bias, Tensor& running_mean,
+                                                               Tensor& running_var, bool training, double momentum,
+                                                               double eps) {
+  return mlu_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm_legit_no_stats(const Tensor& input, const OptTensor& weight,
+                                                                        const OptTensor& bias, bool training,
+                                                                        double momentum, double eps) {
+  return mlu_native_batch_norm(input, weight, bias, c10::nullopt, c10::nullopt, training, momentum, eps);
+}
+std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm_legit_no_training(const Tensor& input, const OptTensor& weight,
+                                                                           const OptTensor& bias,
+                                                                           const Tensor& running_mean,
+                                                                           const Tensor& running_var, double momentum,
+                                                                           double eps) {
+  return mlu_native_batch_norm(input, weight, bias, running_mean, running_var, /*training=*/false, momentum, eps);
+}
+
 std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_batch_norm_out(const Tensor& input, const OptTensor& weight_opt,
                                                                 const OptTensor& bias_opt,
                                                                 const OptTensor& running_mean_opt,
@@ -1171,6 +1192,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // batch norm, layer norm
   m.impl("native_batch_norm", TORCH_FN(mlu_native_batch_norm));
   m.impl("native_batch_norm.out", TORCH_FN(mlu_native_batch_norm_out));
+  m.impl("_native_batch_norm_legit", TORCH_FN(mlu_native_batch_norm_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(mlu_native_batch_norm_legit_no_stats));
+  m.impl("_native_batch_norm_legit_no_training", TORCH_FN(mlu_native_batch_norm_legit_no_training));
   m.impl("native_batch_norm_backward", TORCH_FN(mlu_native_batch_norm_backward));
   m.impl("native_batch_norm_backward.out", TORCH_FN(mlu_native_batch_norm_backward_out));
   m.impl("native_layer_norm", TORCH_FN(mlu_native_layer_norm));

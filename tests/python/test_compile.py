@@ -1,0 +1,92 @@
+"""torch.compile(model, backend="mlu") (torch_mlu/compile.py): inference graphs fused onto the
+fused kernels, training graphs through AOTAutograd on the device's eager kernels; graph breaks and
+recompiles as Dynamo does them."""
+
+import copy
+
+import pytest
+import torch
+
+import torch_mlu
+
+
+def convnet():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.SiLU(),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+
+def kernel_launches(fn, *args):
+    torch.mlu.synchronize()
+    torch_mlu.reset_stats()
+    out = fn(*args)
+    torch.mlu.synchronize()
+    return out, torch_mlu.cycle_report(format="json")["kernel_launches"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch_mlu.reset_compiled_graphs()
+    yield
+    torch._dynamo.reset()
+
+
+def test_the_backend_is_registered():
+    assert "mlu" in torch._dynamo.list_backends()
+
+
+def test_inference_graph_is_fused_and_matches_eager(dev):
+    model = convnet().eval().to(dev)
+    x = torch.randn(2, 3, 8, 8).to(dev)
+    compiled = torch.compile(model, backend="mlu")
+    with torch.no_grad():
+        ref, eager_kernels = kernel_launches(model, x)
+        out, compiled_kernels = kernel_launches(compiled, x)
+    torch.testing.assert_close(out.cpu(), ref.cpu(), rtol=1e-4, atol=1e-5)
+    graphs = torch_mlu.compiled_graphs()
+    assert len(graphs) == 1 and graphs[0]["mode"] == "inference"
+    assert graphs[0]["fusion_matches"] == {"conv_bn_act": 2, "linear_act": 1, "elementwise": 0}
+    assert compiled_kernels < eager_kernels
+
+
+def test_training_graph_matches_eager_gradients_and_running_stats(dev):
+    model = convnet().train().to(dev)
+    twin = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlu")
+    x = torch.randn(4, 3, 8, 8).to(dev)
+    t = torch.randint(0, 4, (4,)).to(dev)
+    for m in (compiled, twin):
+        torch.nn.functional.cross_entropy(m(x), t).backward()
+    assert torch_mlu.compiled_graphs()[0]["mode"] == "training"
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad.cpu(), rtol=1e-5, atol=1e-6, msg=name)
+    torch.testing.assert_close(model[1].running_mean.cpu(), twin[1].running_mean.cpu())
+    torch.testing.assert_close(model[1].running_var.cpu(), twin[1].running_var.cpu())
+
+
+def test_graph_breaks_and_recompiles(dev):
+    class WithBreak(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = torch.relu(self.a(x))
+            if y.sum().item() > -1e9:  # data-dependent control flow: a graph break
+                y = y * 2
+            return torch.sigmoid(self.b(y))
+
+    torch.manual_seed(0)
+    model = WithBreak().eval().to(dev)
+    compiled = torch.compile(model, backend="mlu")
+    with torch.no_grad():
+        for batch in (4, 4, 7):  # the new batch size recompiles
+            x = torch.randn(batch, 8).to(dev)
+            torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), rtol=1e-5, atol=1e-6)
+    graphs = torch_mlu.compiled_graphs()
+    assert len(graphs) >= 3  # two graphs around the break, then at least one recompile
+    assert all(g["mode"] == "inference" for g in graphs)
+    assert sum(g["fusion_matches"]["linear_act"] for g in graphs) >= 2

@@ -1,0 +1,60 @@
+"""``torch.compile(model, backend="mlu")``: a TorchDynamo backend for the device.
+
+Dynamo captures the model's Python into FX graphs (graph breaks run eagerly, guards and recompiles
+are Dynamo's own). Each graph is compiled by what grad mode asks for:
+
+- **Inference** (compiled under ``torch.no_grad()`` / ``torch.inference_mode()``): the graph is
+  rewritten with the fusion passes of ``torch_mlu.fuse`` (conv+BN+activation, linear+activation,
+  elementwise chains -> the fused kernels ``torch.ops.mlu.*``) and runs as that graph: fewer
+  kernels, intermediates kept on chip.
+- **Training**: the graph goes through AOTAutograd (functionalised ATen forward and backward
+  graphs) and runs them with the device's eager kernels; the fused kernels have no backward, so
+  training graphs are not fused yet.
+
+``compiled_graphs()`` lists what each compiled graph became (mode, fusion matches) and
+``reset_compiled_graphs()`` clears the list. The CUDA twin is Inductor's default backend; Inductor
+itself does not know the device (see torch_bridge/README.md)."""
+
+import torch
+from torch._dynamo import register_backend
+from torch._dynamo.backends.common import aot_autograd
+
+from .fusion import PATTERNS, _fuse_graph
+
+__all__ = ["compiled_graphs", "reset_compiled_graphs"]
+
+_graphs = []
+
+
+def compiled_graphs():
+    """One dict per graph compiled with backend="mlu" since the last reset: "mode" ("inference" or
+    "training"), "nodes" (calls in the captured graph), "fusion_matches" ({pattern: count}, inference)."""
+    return [dict(g) for g in _graphs]
+
+
+def reset_compiled_graphs():
+    _graphs.clear()
+
+
+def _count_calls(gm):
+    return sum(n.op in ("call_function", "call_method", "call_module") for n in gm.graph.nodes)
+
+
+def _run_as_is(gm, example_inputs):
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(gm.forward)
+
+
+_training = aot_autograd(fw_compiler=_run_as_is, bw_compiler=_run_as_is)
+
+
+@register_backend(name="mlu")
+def mlu_backend(gm, example_inputs):
+    nodes = _count_calls(gm)
+    if torch.is_grad_enabled():
+        _graphs.append({"mode": "training", "nodes": nodes})
+        return _training(gm, example_inputs)
+    fused = _fuse_graph(gm, PATTERNS)
+    _graphs.append({"mode": "inference", "nodes": nodes, "fusion_matches": dict(fused.fusion_matches)})
+    return fused.forward
