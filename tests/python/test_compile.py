@@ -90,3 +90,15 @@ def test_graph_breaks_and_recompiles(dev):
     assert len(graphs) >= 3  # two graphs around the break, then at least one recompile
     assert all(g["mode"] == "inference" for g in graphs)
     assert sum(g["fusion_matches"]["linear_act"] for g in graphs) >= 2
+
+
+def test_compile_compare_reports_eager_and_compiled(dev):
+    model = convnet().eval().to(dev)
+    x = torch.randn(2, 3, 8, 8)
+    result = torch_mlu.compile_compare(model, (x,))
+    assert result["graphs"][0]["fusion_matches"]["conv_bn_act"] == 2
+    total = result["total"]
+    assert total["kernel_launches"]["fused"] < total["kernel_launches"]["unfused"]
+    assert total["dram_bytes"]["fused"] < total["dram_bytes"]["unfused"]  # intermediates stay on chip
+    assert result["compiled"]["kernel_launches"] == total["kernel_launches"]["fused"]
+    assert result["max_abs_diff"] < 1e-4

@@ -12,16 +12,17 @@ are Dynamo's own). Each graph is compiled by what grad mode asks for:
   training graphs are not fused yet.
 
 ``compiled_graphs()`` lists what each compiled graph became (mode, fusion matches) and
-``reset_compiled_graphs()`` clears the list. The CUDA twin is Inductor's default backend; Inductor
+``reset_compiled_graphs()`` clears the list; ``compile_compare(model, inputs)`` measures one
+inference forward eager and compiled (kernels, cycles, GDRAM bytes, simulated time). The CUDA twin is Inductor's default backend; Inductor
 itself does not know the device (see torch_bridge/README.md)."""
 
 import torch
 from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
 
-from .fusion import PATTERNS, _fuse_graph
+from .fusion import PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device
 
-__all__ = ["compiled_graphs", "reset_compiled_graphs"]
+__all__ = ["compile_compare", "compiled_graphs", "reset_compiled_graphs"]
 
 _graphs = []
 
@@ -58,3 +59,30 @@ def mlu_backend(gm, example_inputs):
     fused = _fuse_graph(gm, PATTERNS)
     _graphs.append({"mode": "inference", "nodes": nodes, "fusion_matches": dict(fused.fusion_matches)})
     return fused.forward
+
+
+def compile_compare(module, example_inputs, device=None):
+    """One inference forward of `module` eager and compiled with backend="mlu" (after a warm-up
+    call that compiles), on the MLU `device`, from the cycle report::
+
+        {"eager": {"cycles", "time_ns", "dram_bytes", "op_dram_bytes", "kernel_launches", "ops"},
+         "compiled": {...}, "total": {metric: {"unfused", "fused", "saved", "ratio"}},
+         "graphs": compiled_graphs() of this compile, "max_abs_diff": of the first output}
+
+    (the same figures as fusion_compare; "unfused" is eager, "fused" compiled)."""
+    from . import _device_index
+
+    dev = torch.device("mlu", _device_index(device))
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    inputs = tuple(_to_device(v, dev) for v in example_inputs)
+    eager, out_ref = _measure(module, inputs, dev)
+    start = len(_graphs)
+    compiled = torch.compile(module, backend="mlu")
+    with torch.no_grad():
+        compiled(*inputs)  # compiles
+    fused, out = _measure(compiled, inputs, dev)
+    ref, got = _first_tensor(out_ref), _first_tensor(out)
+    diff = float((got.cpu().float() - ref.cpu().float()).abs().max()) if ref is not None and ref.numel() else 0.0
+    return {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": [dict(g) for g in _graphs[start:]],
+            "max_abs_diff": diff}
