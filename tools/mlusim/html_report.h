@@ -45,7 +45,9 @@ std::string build_html_report(const nlohmann::json& run, const nlohmann::json* t
 
 // The same with the trace read from `trace` while it is parsed: each event is kept in a compact
 // form and its JSON dropped, so a trace of millions of events needs a fraction of its DOM's
-// memory. Throws nlohmann::json::parse_error when the trace is not valid JSON.
+// memory. Throws nlohmann::json::parse_error when the trace is not valid JSON, and
+// nlohmann::json::out_of_range (406) for a number too large for a double (e.g. 1e999), as
+// nlohmann::json::parse does.
 std::string build_html_report(const nlohmann::json& run, std::istream& trace, const HtmlReportOptions& options = {});
 
 // `text` with & < > " ' replaced by entities: safe in element content and in quoted attributes.
