@@ -1,8 +1,8 @@
 // Fuzz target: the CNRT C API (driver/include/cnrt.h) and the simulator extensions
 // (mlusim_ext.h), driven by a byte stream of calls and their arguments.
 //
-// The input is read with libFuzzer's FuzzedDataProvider: one byte picks a call, the next bytes its
-// arguments, until the input runs out (at most kMaxCalls calls). Calls: cnrtMalloc / cnrtFree,
+// The input is read with libFuzzer's FuzzedDataProvider (integers from the input's end): a byte
+// picks a call, the next bytes its arguments, until the input runs out (at most kMaxCalls calls). Calls: cnrtMalloc / cnrtFree,
 // cnrtMemcpy (every direction, plus invalid direction values), cnrtMemcpyAsync(_V2/_V3),
 // cnrtMemcpyPeer(Async), cnrtMemset(Async), queues (create, with priority, destroy, sync, query,
 // priority, wait on a notifier), notifiers (create with flags, place, query, wait, elapsed time,
@@ -15,21 +15,34 @@
 //
 // Arguments mix valid and invalid values: live, freed and interior device pointers, ranges past
 // the end of an allocation, made-up addresses inside a device's address space, NULL and unmapped
-// host addresses, huge sizes, destroyed and bogus queue/notifier handles, out-of-range devices.
-// Host memory handed to the runtime is always the harness's own: a pageable and a pinned buffer,
-// each as large as a device's whole DRAM plus kHostSlack, addressed at offsets below kHostSlack,
-// so any copy the runtime accepts stays inside them. (A host pointer the harness does not own but
-// that happens to be mapped is the caller's bug, not the runtime's: it is never passed.)
+// host addresses, huge sizes, destroyed and bogus queue/notifier handles, out-of-range devices,
+// and enum values outside their enums (passed from C, cnrt_api_fuzz_c_calls.c). Host functions
+// may call the API themselves (non-blocking calls, and a sync of their own queue).
+//
+// What the harness never does, because the caller would be at fault, not the runtime:
+//   - pass host memory it does not own that may be mapped. Host buffers are a pageable and a
+//     pinned one, each a device's whole DRAM plus kHostSlack, used at offsets below kHostSlack,
+//     so any copy the runtime accepts stays inside them; a pointer just outside a device's
+//     address space (host memory to the runtime) is passed only where the direction requires a
+//     device pointer, so it is refused without being read;
+//   - ask for pinned memory between 1 MiB and 2^47 bytes (granted for real; libFuzzer's malloc
+//     limit would report it), or launch more than 512 valid tasks (legal, but slow to simulate).
+// Not driven here: mlusimLoadConfig/mlusimReset (a rebuild per call), traces (file output),
+// several host threads calling at once (tests/driver/stress does that).
 //
 // The runtime runs on the `tiny` preset with two devices and 16 MiB of DRAM each. Each input
 // starts from the state the previous one left: at its end the harness frees what the input
 // allocated, destroys its queues and notifiers, synchronizes both devices and resets their stats,
-// so inputs are independent.
+// so inputs are independent. CNRT_API_FUZZ_VERBOSE=1 prints every call and its code.
 //
 // Findings (abort with a message, or a sanitizer/libFuzzer report):
 //   - a return code the call's comment in cnrt.h / mlusim_ext.h does not list (cnrtErrorInit and
 //     cnrtErrorSysNoMem are allowed everywhere; cnrtErrorUnknown, an internal error, never);
-//   - a failing code that is not recorded as the thread's last error, or has no message;
+//   - a failing code that is not recorded as the thread's last error, or has no message, or a
+//     succeeding one that sets it;
+//   - results that break the header's promises: cnrtMalloc's pointer not 512-byte aligned in a
+//     device's space, cnrtMalloc(0) not NULL, a reused queue/notifier handle, cnrtFree or a
+//     destroy succeeding twice, cnrtGetDevice not what cnrtSetDevice set, a device count not 2;
 //   - after the input's cleanup: device memory still in use, or freeing/destroying what the input
 //     created failing;
 //   - a crash, a hang (-timeout), a leak (LeakSanitizer), ASan/UBSan reports, an exception.
