@@ -774,7 +774,10 @@ mlu::ElementwiseProgram to_mlu(const Program& p, const std::vector<TypeInfo>& ty
   return out;
 }
 
-Tensor mlu_elementwise(at::TensorList inputs_in, c10::string_view program_text) {
+}  // namespace
+
+// Declared in op_support.h: other op families compute through programs too (program_ops.cpp).
+Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view program_text) {
   TORCH_CHECK_VALUE(!inputs_in.empty(), kElementwise, ": needs at least one input tensor");
   // The device: the first input that is not a CPU scalar.
   const Tensor* dev_of = &inputs_in[0];
@@ -819,6 +822,10 @@ Tensor mlu_elementwise(at::TensorList inputs_in, c10::string_view program_text) 
   op.check(mlu::elementwise_program(op.handle(), mp, args, dy, y.data_ptr()), "elementwise_program");
   return y;
 }
+
+namespace {
+
+Tensor mlu_elementwise(at::TensorList inputs, c10::string_view program) { return run_elementwise_program(inputs, program); }
 
 // The CPU reference: the chain of at:: ops. Literals are wrapped numbers (Python scalars) or
 // zero-dim tensors; a step whose result is fp16 computes in fp32 and rounds once, as the device.

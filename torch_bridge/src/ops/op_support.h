@@ -103,4 +103,9 @@ void check_out_dtype(const at::Tensor& out, at::ScalarType want, const char* op)
 // dst's dims) inside `op`'s scope; nothing for an empty dst.
 void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst);
 
+// One libmlu elementwise program (fused_ops.cpp: the format of torch.ops.mlu.elementwise) over the
+// broadcast inputs: one streaming VFU kernel, the result in torch's dtype for the chain. Ops that
+// are a short chain of elementwise steps (program_ops.cpp) compute through it.
+at::Tensor run_elementwise_program(at::TensorList inputs, c10::string_view program);
+
 }  // namespace mlusim::bridge::ops

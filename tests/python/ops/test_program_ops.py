@@ -1,0 +1,114 @@
+"""Ops computed as one libmlu elementwise program (src/ops/program_ops.cpp) against torch's CPU
+results: activations (elu/selu/celu, softplus, mish, hard/soft shrink), sign, isnan, nan_to_num,
+xlogy, logit, and the mse / smooth_l1 / huber losses; forward and backward, fp32 and fp16, with
+the special values (NaN, +-inf, 0) each op defines."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+DEV = "mlu"
+
+
+def special(n=64, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g) * 3
+    x[:6] = torch.tensor([0.0, -0.0, float("nan"), float("inf"), float("-inf"), 25.0])
+    return x.to(dtype)
+
+
+def check(fn, *inputs, rtol=1.3e-4, atol=1e-5, grad=True):
+    """fn on the CPU and on the device: same values (NaN where NaN), and for float32 with grad, the
+    same input gradients for a random upstream gradient."""
+    cpu_in = [t.detach().clone().requires_grad_(grad and t.is_floating_point()) for t in inputs]
+    dev_in = [t.detach().to(DEV).requires_grad_(grad and t.is_floating_point()) for t in inputs]
+    ref, out = fn(*cpu_in), fn(*dev_in)
+    torch.testing.assert_close(out.cpu(), ref, rtol=rtol, atol=atol, equal_nan=True)
+    assert out.dtype == ref.dtype
+    if grad and ref.requires_grad:
+        up = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1), dtype=ref.dtype)
+        g_ref = torch.autograd.grad(ref, [t for t in cpu_in if t.requires_grad], up)
+        g_out = torch.autograd.grad(out, [t for t in dev_in if t.requires_grad], up.to(DEV))
+        for a, b in zip(g_out, g_ref):
+            torch.testing.assert_close(a.cpu(), b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [
+    F.elu, lambda x: F.elu(x, alpha=0.5), F.selu, lambda x: F.celu(x, alpha=2.0),
+    F.softplus, lambda x: F.softplus(x, beta=2.0, threshold=5.0), F.mish,
+    F.hardshrink, lambda x: F.softshrink(x, 0.7), torch.sign, torch.logit,
+    lambda x: torch.logit(x, eps=1e-3),
+], ids=["elu", "elu_alpha", "selu", "celu", "softplus", "softplus_beta", "mish", "hardshrink", "softshrink",
+        "sign", "logit", "logit_eps"])
+def test_unary_fp32_forward_and_backward(dev, fn):
+    check(fn, special()[6:])  # gradients away from inf/nan (logit: NaN outside [0, 1] on both sides)
+
+
+def test_logit_inputs_in_and_out_of_range(dev):
+    x = torch.tensor([0.0, 1e-4, 0.3, 0.5, 0.999, 1.0, 1.5, -0.2])
+    check(torch.logit, x, grad=False)
+    check(lambda t: torch.logit(t, eps=0.01), x)
+
+
+def test_unary_special_values(dev):
+    x = special()
+    for fn in (F.elu, F.softplus, F.mish, F.hardshrink, F.softshrink, torch.sign):
+        check(fn, x, grad=False)
+
+
+@pytest.mark.parametrize("fn", [F.elu, F.softplus, F.mish, torch.sign, F.hardshrink])
+def test_unary_fp16(dev, fn):
+    x = special(dtype=torch.float16)[6:]
+    check(fn, x, rtol=2e-3, atol=2e-3, grad=False)
+
+
+def test_in_place_and_out_variants(dev):
+    x = special()[6:]
+    y = x.to(DEV)
+    torch.nn.functional.elu_(y)
+    torch.testing.assert_close(y.cpu(), F.elu(x))
+    out = torch.empty(3, device=DEV)
+    torch.sign(x.to(DEV), out=out)  # resized like torch's out= ops
+    torch.testing.assert_close(out.cpu(), torch.sign(x))
+
+
+def test_isnan_and_nan_to_num(dev):
+    x = special()
+    assert torch.equal(torch.isnan(x.to(DEV)).cpu(), torch.isnan(x))
+    for kwargs in ({}, {"nan": 1.5, "posinf": 100.0, "neginf": -7.0}):
+        check(lambda t: torch.nan_to_num(t, **kwargs), x, grad=False)
+    check(torch.nan_to_num, x.half(), grad=False)
+    i = torch.arange(-3, 4, dtype=torch.int32)
+    assert torch.equal(torch.nan_to_num(i.to(DEV)).cpu(), i)
+    assert not torch.isnan(i.to(DEV)).cpu().any()
+
+
+def test_xlogy_broadcasts_and_keeps_its_special_cases(dev):
+    x = torch.tensor([[0.0, 1.0, 2.0, 0.0, 3.0]])
+    y = torch.tensor([[0.0], [2.5], [float("nan")]])
+    check(torch.xlogy, x, y, grad=False)
+    check(torch.xlogy, torch.rand(5, 4) + 0.1, torch.rand(5, 4) + 0.1)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("loss", [
+    F.mse_loss, F.smooth_l1_loss, lambda a, b, reduction: F.smooth_l1_loss(a, b, reduction=reduction, beta=0.0),
+    lambda a, b, reduction: F.smooth_l1_loss(a, b, reduction=reduction, beta=2.0),
+    F.huber_loss, lambda a, b, reduction: F.huber_loss(a, b, reduction=reduction, delta=0.3),
+], ids=["mse", "smooth_l1", "smooth_l1_beta0", "smooth_l1_beta2", "huber", "huber_delta"])
+def test_losses_forward_and_backward(dev, loss, reduction):
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(6, 7, generator=g) * 2, torch.randn(6, 7, generator=g)
+    check(lambda p, q: loss(p, q, reduction=reduction), a, b)
+
+
+def test_ops_run_as_one_device_kernel_each(dev):
+    x = torch.randn(1000).to(DEV)
+    torch.mlu.synchronize()
+    torch_mlu.reset_stats()
+    F.mish(x)
+    torch.mlu.synchronize()
+    ops = {o["name"]: o for o in torch_mlu.cycle_report(format="json")["ops"]}
+    assert ops["aten::mish"]["kernels"] == 1

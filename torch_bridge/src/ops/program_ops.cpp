@@ -1,0 +1,347 @@
+// ATen ops that are a short chain of elementwise steps, each computed as one libmlu elementwise
+// program (run_elementwise_program, fused_ops.cpp): one streaming VFU kernel per call, so the chain's
+// intermediates never reach DRAM. Losses reduce the program's output with the device's sum/mean
+// kernels. CUDA twins: Activation*.cu, UnaryOpsKernel.cu, BinaryMiscOpsKernels.cu, Loss.cu.
+//
+//   elu (+ selu, celu through it) / elu_backward        x > 0 ? s x : s a (exp(i x) - 1)
+//   softplus / softplus_backward                       x b > t ? x : log(1 + exp(b x)) / b
+//   mish / mish_backward                               x tanh(softplus(x))
+//   hardshrink, softshrink and their backwards
+//   sign (and sgn of real tensors), isnan, nan_to_num, xlogy.Tensor, logit / logit_backward
+//   mse_loss, smooth_l1_loss, huber_loss and their backwards (reduction none / mean / sum)
+//
+// Numerics: log(1 + e) stands for log1p(e) (the VFU has no log1p): absolute error ~1e-7 where
+// exp(b x) is tiny, which is where softplus is itself tiny.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/sum.h>
+#include <torch/library.h>
+
+#include "ops/op_support.h"
+
+namespace mlusim::bridge::ops {
+namespace {
+
+using at::Tensor;
+
+// A program literal of a Python float (keeps the tensors' dtype, as Python scalars do in torch).
+std::string lit(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  std::string s(text);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+std::string lit(const c10::Scalar& v) { return lit(v.toDouble()); }
+
+Tensor program(const char* aten_op, at::TensorList inputs, const std::string& text) {
+  OpScope op(aten_op, inputs[0]);  // tags the program's kernel with the ATen op
+  return run_elementwise_program(inputs, text);
+}
+
+// out= and in-place variants: compute, then write into `out` (resized like torch's out= ops).
+Tensor& into(Tensor& out, const Tensor& result) {
+  if (!out.is_same(result)) {
+    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
+    out.copy_(result);
+  }
+  return out;
+}
+
+// ---- elu ------------------------------------------------------------------------------------------------
+
+std::string elu_text(const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
+  return "where(gt($0, 0.0), mul($0, " + lit(scale) + "), mul(sub(exp(mul($0, " + lit(input_scale) + ")), 1.0), " +
+         lit(alpha.toDouble() * scale.toDouble()) + "))";
+}
+Tensor mlu_elu(const Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
+  return program("aten::elu", {self}, elu_text(alpha, scale, input_scale));
+}
+Tensor& mlu_elu_out(const Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
+                    const c10::Scalar& input_scale, Tensor& out) {
+  return into(out, mlu_elu(self, alpha, scale, input_scale));
+}
+Tensor& mlu_elu_(Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
+  return into(self, mlu_elu(self, alpha, scale, input_scale));
+}
+Tensor mlu_elu_backward(const Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
+                        const c10::Scalar& input_scale, bool is_result, const Tensor& self_or_result) {
+  const double a = alpha.toDouble(), s = scale.toDouble(), i = input_scale.toDouble();
+  // From the result y: dy/dx = i (y + a s) where x <= 0; from the input: i a s exp(i x).
+  const std::string negative = is_result ? "mul(add($1, " + lit(a * s) + "), " + lit(i) + ")"
+                                         : "mul(exp(mul($1, " + lit(i) + ")), " + lit(i * a * s) + ")";
+  return program("aten::elu_backward", {grad, self_or_result},
+                 "mul($0, where(gt($1, 0.0), " + lit(s) + ", " + negative + "))");
+}
+Tensor& mlu_elu_backward_out(const Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
+                             const c10::Scalar& input_scale, bool is_result, const Tensor& self_or_result,
+                             Tensor& grad_input) {
+  return into(grad_input, mlu_elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result));
+}
+
+// ---- softplus, mish ---------------------------------------------------------------------------------------
+
+std::string softplus_text(const std::string& x, double beta, double threshold) {
+  const std::string bx = "mul(" + x + ", " + lit(beta) + ")";
+  return "where(gt(" + bx + ", " + lit(threshold) + "), " + x + ", div(log(add(exp(" + bx + "), 1.0)), " + lit(beta) +
+         "))";
+}
+Tensor mlu_softplus(const Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold) {
+  return program("aten::softplus", {self}, softplus_text("$0", beta.toDouble(), threshold.toDouble()));
+}
+Tensor& mlu_softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, Tensor& out) {
+  return into(out, mlu_softplus(self, beta, threshold));
+}
+Tensor mlu_softplus_backward(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
+                             const c10::Scalar& threshold) {
+  const std::string bx = "mul($1, " + lit(beta) + ")";
+  return program("aten::softplus_backward", {grad, self},
+                 "z = exp(" + bx + "); mul($0, where(gt(" + bx + ", " + lit(threshold) + "), 1.0, div(z, add(z, 1.0))))");
+}
+Tensor& mlu_softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
+                                  const c10::Scalar& threshold, Tensor& grad_input) {
+  return into(grad_input, mlu_softplus_backward(grad, self, beta, threshold));
+}
+
+Tensor mlu_mish(const Tensor& self) {
+  return program("aten::mish", {self}, "mul($0, tanh(" + softplus_text("$0", 1.0, 20.0) + "))");
+}
+Tensor& mlu_mish_out(const Tensor& self, Tensor& out) { return into(out, mlu_mish(self)); }
+Tensor& mlu_mish_(Tensor& self) { return into(self, mlu_mish(self)); }
+Tensor mlu_mish_backward(const Tensor& grad, const Tensor& self) {
+  // d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)
+  return program("aten::mish_backward", {grad, self},
+                 "t = tanh(" + softplus_text("$1", 1.0, 20.0) +
+                     "); mul($0, add(t, mul(mul($1, sigmoid($1)), sub(1.0, mul(t, t)))))");
+}
+
+// ---- shrinks -----------------------------------------------------------------------------------------------
+
+Tensor mlu_hardshrink(const Tensor& self, const c10::Scalar& lambd) {
+  return program("aten::hardshrink", {self}, "where(gt(abs($0), " + lit(lambd) + "), $0, mul($0, 0.0))");
+}
+Tensor& mlu_hardshrink_out(const Tensor& self, const c10::Scalar& lambd, Tensor& out) {
+  return into(out, mlu_hardshrink(self, lambd));
+}
+Tensor mlu_softshrink(const Tensor& self, const c10::Scalar& lambd) {
+  const std::string l = lit(lambd);
+  return program("aten::softshrink", {self},
+                 "where(gt($0, " + l + "), sub($0, " + l + "), where(lt($0, " + lit(-lambd.toDouble()) + "), add($0, " + l +
+                     "), mul($0, 0.0)))");
+}
+Tensor& mlu_softshrink_out(const Tensor& self, const c10::Scalar& lambd, Tensor& out) {
+  return into(out, mlu_softshrink(self, lambd));
+}
+// Both shrinks pass the gradient where |x| > lambda.
+Tensor shrink_backward(const char* name, const Tensor& grad, const Tensor& self, const c10::Scalar& lambd) {
+  return program(name, {grad, self}, "where(gt(abs($1), " + lit(lambd) + "), $0, mul($0, 0.0))");
+}
+Tensor mlu_hardshrink_backward(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd) {
+  return shrink_backward("aten::hardshrink_backward", grad, self, lambd);
+}
+Tensor& mlu_hardshrink_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd, Tensor& gi) {
+  return into(gi, mlu_hardshrink_backward(grad, self, lambd));
+}
+Tensor mlu_softshrink_backward(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd) {
+  return shrink_backward("aten::softshrink_backward", grad, self, lambd);
+}
+Tensor& mlu_softshrink_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd, Tensor& gi) {
+  return into(gi, mlu_softshrink_backward(grad, self, lambd));
+}
+
+// ---- sign, isnan, nan_to_num, xlogy, logit --------------------------------------------------------------------
+
+Tensor mlu_sign(const Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "aten::sign: bool tensors have no sign on the device; use the tensor itself");
+  // NaN compares false both ways: sign(nan) = 0, as torch gives.
+  return program("aten::sign", {self}, "cast_like(sub(cast_like(gt($0, 0), $0), cast_like(lt($0, 0), $0)), $0)");
+}
+Tensor& mlu_sign_out(const Tensor& self, Tensor& out) { return into(out, mlu_sign(self)); }
+Tensor& mlu_sign_(Tensor& self) { return into(self, mlu_sign(self)); }
+
+Tensor mlu_isnan(const Tensor& self) { return program("aten::isnan", {self}, "ne($0, $0)"); }
+
+Tensor mlu_nan_to_num(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                      std::optional<double> neginf) {
+  if (!at::isFloatingType(self.scalar_type())) return self.clone();  // integers have no NaN or inf
+  double hi = std::numeric_limits<float>::max(), lo = std::numeric_limits<float>::lowest();
+  if (self.scalar_type() == at::kHalf) hi = 65504.0, lo = -65504.0;
+  if (self.scalar_type() == at::kDouble) hi = std::numeric_limits<double>::max(), lo = std::numeric_limits<double>::lowest();
+  return program("aten::nan_to_num", {self},
+                 "cast_like(where(ne($0, $0), " + lit(nan.value_or(0.0)) + ", where(eq($0, inf), " + lit(posinf.value_or(hi)) +
+                     ", where(eq($0, -inf), " + lit(neginf.value_or(lo)) + ", $0))), $0)");
+}
+Tensor& mlu_nan_to_num_out(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                           std::optional<double> neginf, Tensor& out) {
+  return into(out, mlu_nan_to_num(self, nan, posinf, neginf));
+}
+Tensor& mlu_nan_to_num_(Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                        std::optional<double> neginf) {
+  return into(self, mlu_nan_to_num(self, nan, posinf, neginf));
+}
+
+Tensor mlu_xlogy(const Tensor& self, const Tensor& other) {
+  // x log y, 0 where x == 0 (even for y == 0), NaN where y is NaN.
+  return program("aten::xlogy", {self, other},
+                 "p = mul($0, log($1)); where(ne($1, $1), add(p, $1), where(eq($0, 0), 0.0, p))");
+}
+Tensor& mlu_xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_xlogy(self, other)); }
+
+std::string clamped_text(std::optional<double> eps) {
+  if (!eps) return "$0";
+  return "minimum(maximum($0, " + lit(*eps) + "), " + lit(1.0 - *eps) + ")";
+}
+Tensor mlu_logit(const Tensor& self, std::optional<double> eps) {
+  return program("aten::logit", {self}, "z = " + clamped_text(eps) + "; log(div(z, sub(1.0, z)))");
+}
+Tensor& mlu_logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) { return into(out, mlu_logit(self, eps)); }
+Tensor mlu_logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps) {
+  const std::string d = "div($0, mul($1, sub(1.0, $1)))";
+  // Without eps torch gives NaN outside [0, 1]; with it, 0 outside [eps, 1 - eps].
+  if (!eps) return program("aten::logit_backward", {grad, self}, "where(lt($1, 0.0), nan, where(gt($1, 1.0), nan, " + d + "))");
+  return program("aten::logit_backward", {grad, self},
+                 "where(lt($1, " + lit(*eps) + "), mul($0, 0.0), where(gt($1, " + lit(1.0 - *eps) + "), mul($0, 0.0), " + d +
+                     "))");
+}
+Tensor& mlu_logit_backward_out(const Tensor& grad, const Tensor& self, std::optional<double> eps, Tensor& gi) {
+  return into(gi, mlu_logit_backward(grad, self, eps));
+}
+
+// ---- losses --------------------------------------------------------------------------------------------------
+
+// at::Reduction: 0 none, 1 mean, 2 sum.
+Tensor reduce(const Tensor& pointwise, int64_t reduction) {
+  switch (reduction) {
+    case 0: return pointwise;
+    case 1: return at::mean(pointwise);
+    case 2: return at::sum(pointwise);
+  }
+  TORCH_CHECK_VALUE(false, "loss reduction must be 0 (none), 1 (mean) or 2 (sum), got ", reduction);
+}
+// The backward's scale: 1 / N for mean.
+std::string per_element(const Tensor& self, int64_t reduction) {
+  return reduction == 1 && self.numel() > 0 ? lit(1.0 / static_cast<double>(self.numel())) : "1.0";
+}
+
+Tensor mlu_mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
+  return reduce(program("aten::mse_loss", {self, target}, "d = sub($0, $1); mul(d, d)"), reduction);
+}
+Tensor& mlu_mse_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
+  return into(out, mlu_mse_loss(self, target, reduction));
+}
+Tensor mlu_mse_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
+  return program("aten::mse_loss_backward", {grad, self, target},
+                 "mul(mul(mul($0, sub($1, $2)), 2.0), " + per_element(self, reduction) + ")");
+}
+Tensor& mlu_mse_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                                  Tensor& grad_input) {
+  return into(grad_input, mlu_mse_loss_backward(grad, self, target, reduction));
+}
+
+Tensor mlu_smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  if (beta == 0.0) return reduce(program("aten::smooth_l1_loss", {self, target}, "abs(sub($0, $1))"), reduction);
+  return reduce(program("aten::smooth_l1_loss", {self, target},
+                        "d = abs(sub($0, $1)); where(lt(d, " + lit(beta) + "), div(mul(mul(d, d), 0.5), " + lit(beta) +
+                            "), sub(d, " + lit(0.5 * beta) + "))"),
+                reduction);
+}
+Tensor& mlu_smooth_l1_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out) {
+  return into(out, mlu_smooth_l1_loss(self, target, reduction, beta));
+}
+Tensor mlu_smooth_l1_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                                   double beta) {
+  // d/dx: d / beta inside the quadratic zone, sign(d) outside (beta = 0: sign(d)).
+  const std::string sign = "sub(cast_like(gt(d, 0), d), cast_like(lt(d, 0), d))";
+  const std::string slope =
+      beta == 0.0 ? sign : "where(lt(abs(d), " + lit(beta) + "), div(d, " + lit(beta) + "), " + sign + ")";
+  return program("aten::smooth_l1_loss_backward", {grad, self, target},
+                 "d = sub($1, $2); mul(mul($0, " + slope + "), " + per_element(self, reduction) + ")");
+}
+Tensor& mlu_smooth_l1_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                        int64_t reduction, double beta, Tensor& grad_input) {
+  return into(grad_input, mlu_smooth_l1_loss_backward(grad, self, target, reduction, beta));
+}
+
+Tensor mlu_huber_loss(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+  return reduce(program("aten::huber_loss", {self, target},
+                        "d = abs(sub($0, $1)); where(lt(d, " + lit(delta) + "), mul(mul(d, d), 0.5), mul(sub(d, " +
+                            lit(0.5 * delta) + "), " + lit(delta) + "))"),
+                reduction);
+}
+Tensor& mlu_huber_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double delta, Tensor& out) {
+  return into(out, mlu_huber_loss(self, target, reduction, delta));
+}
+Tensor mlu_huber_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                               double delta) {
+  // d/dx: d clamped to [-delta, delta]
+  return program("aten::huber_loss_backward", {grad, self, target},
+                 "d = sub($1, $2); mul(mul($0, minimum(maximum(d, " + lit(-delta) + "), " + lit(delta) + ")), " +
+                     per_element(self, reduction) + ")");
+}
+Tensor& mlu_huber_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
+                                    double delta, Tensor& grad_input) {
+  return into(grad_input, mlu_huber_loss_backward(grad, self, target, reduction, delta));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("elu", TORCH_FN(mlu_elu));
+  m.impl("elu.out", TORCH_FN(mlu_elu_out));
+  m.impl("elu_", TORCH_FN(mlu_elu_));
+  m.impl("elu_backward", TORCH_FN(mlu_elu_backward));
+  m.impl("elu_backward.grad_input", TORCH_FN(mlu_elu_backward_out));
+  m.impl("softplus", TORCH_FN(mlu_softplus));
+  m.impl("softplus.out", TORCH_FN(mlu_softplus_out));
+  m.impl("softplus_backward", TORCH_FN(mlu_softplus_backward));
+  m.impl("softplus_backward.grad_input", TORCH_FN(mlu_softplus_backward_out));
+  m.impl("mish", TORCH_FN(mlu_mish));
+  m.impl("mish.out", TORCH_FN(mlu_mish_out));
+  m.impl("mish_", TORCH_FN(mlu_mish_));
+  m.impl("mish_backward", TORCH_FN(mlu_mish_backward));
+  m.impl("hardshrink", TORCH_FN(mlu_hardshrink));
+  m.impl("hardshrink.out", TORCH_FN(mlu_hardshrink_out));
+  m.impl("hardshrink_backward", TORCH_FN(mlu_hardshrink_backward));
+  m.impl("hardshrink_backward.grad_input", TORCH_FN(mlu_hardshrink_backward_out));
+  m.impl("softshrink", TORCH_FN(mlu_softshrink));
+  m.impl("softshrink.out", TORCH_FN(mlu_softshrink_out));
+  m.impl("softshrink_backward", TORCH_FN(mlu_softshrink_backward));
+  m.impl("softshrink_backward.grad_input", TORCH_FN(mlu_softshrink_backward_out));
+  m.impl("sign", TORCH_FN(mlu_sign));
+  m.impl("sign.out", TORCH_FN(mlu_sign_out));
+  m.impl("sign_", TORCH_FN(mlu_sign_));
+  m.impl("sgn", TORCH_FN(mlu_sign));  // sgn of a real tensor is its sign (l1_loss's backward)
+  m.impl("sgn.out", TORCH_FN(mlu_sign_out));
+  m.impl("sgn_", TORCH_FN(mlu_sign_));
+  m.impl("isnan", TORCH_FN(mlu_isnan));
+  m.impl("nan_to_num", TORCH_FN(mlu_nan_to_num));
+  m.impl("nan_to_num.out", TORCH_FN(mlu_nan_to_num_out));
+  m.impl("nan_to_num_", TORCH_FN(mlu_nan_to_num_));
+  m.impl("xlogy.Tensor", TORCH_FN(mlu_xlogy));
+  m.impl("xlogy.OutTensor", TORCH_FN(mlu_xlogy_out));
+  m.impl("logit", TORCH_FN(mlu_logit));
+  m.impl("logit.out", TORCH_FN(mlu_logit_out));
+  m.impl("logit_backward", TORCH_FN(mlu_logit_backward));
+  m.impl("logit_backward.grad_input", TORCH_FN(mlu_logit_backward_out));
+  m.impl("mse_loss", TORCH_FN(mlu_mse_loss));
+  m.impl("mse_loss.out", TORCH_FN(mlu_mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(mlu_mse_loss_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(mlu_mse_loss_backward_out));
+  m.impl("smooth_l1_loss", TORCH_FN(mlu_smooth_l1_loss));
+  m.impl("smooth_l1_loss.out", TORCH_FN(mlu_smooth_l1_loss_out));
+  m.impl("smooth_l1_loss_backward", TORCH_FN(mlu_smooth_l1_loss_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", TORCH_FN(mlu_smooth_l1_loss_backward_out));
+  m.impl("huber_loss", TORCH_FN(mlu_huber_loss));
+  m.impl("huber_loss.out", TORCH_FN(mlu_huber_loss_out));
+  m.impl("huber_loss_backward", TORCH_FN(mlu_huber_loss_backward));
+  m.impl("huber_loss_backward.out", TORCH_FN(mlu_huber_loss_backward_out));
+}
+
+}  // namespace mlusim::bridge::ops
