@@ -112,3 +112,38 @@ def test_ops_run_as_one_device_kernel_each(dev):
     torch.mlu.synchronize()
     ops = {o["name"]: o for o in torch_mlu.cycle_report(format="json")["ops"]}
     assert ops["aten::mish"]["kernels"] == 1
+
+
+ROUNDING = [torch.round, torch.floor, torch.ceil, torch.trunc, torch.frac]
+
+
+@pytest.mark.parametrize("fn", ROUNDING, ids=lambda f: f.__name__)
+def test_rounding_ties_specials_and_large_values(dev, fn):
+    x = torch.tensor([0.3, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -1.7, 2.7, 3.5, 8388607.5, 8388609.0, 5e9, -5e9,
+                      float("nan"), float("inf"), float("-inf")])
+    check(fn, x, rtol=0, atol=0, grad=False)
+    check(fn, special()[6:], rtol=0, atol=1e-6)  # zero gradients (frac: the identity)
+    h = torch.tensor([1025.0, 1024.5, 512.5, 513.5, -0.5, 2.5, 65504.0], dtype=torch.float16)
+    check(fn, h, rtol=0, atol=0, grad=False)
+
+
+@pytest.mark.parametrize("fn", [torch.exp2, torch.log2, torch.log10, torch.expm1, torch.log1p, torch.sinh, torch.cosh,
+                                torch.asinh, torch.acosh, torch.atanh, F.logsigmoid], ids=lambda f: f.__name__)
+def test_exponentials_and_hyperbolics(dev, fn):
+    g = torch.Generator().manual_seed(4)
+    x = {torch.acosh: 1 + torch.rand(64, generator=g) * 5, torch.atanh: torch.rand(64, generator=g) * 1.8 - 0.9,
+         torch.log2: torch.rand(64, generator=g) * 10, torch.log10: torch.rand(64, generator=g) * 10,
+         torch.log1p: torch.rand(64, generator=g) * 5 - 0.9}.get(fn, torch.randn(64, generator=g) * 3)
+    x[:4] = torch.tensor([1e-5, -3e-6, 2e-4, 1e-8]) if fn not in (torch.acosh, torch.log2, torch.log10) else x[:4]
+    check(fn, x)
+    # Small arguments keep their relative precision (no cancellation in exp(x) - 1, log(1 + x), ...).
+    if fn in (torch.expm1, torch.log1p, torch.sinh, torch.asinh, torch.atanh):
+        tiny = torch.tensor([1e-7, -2e-6, 5e-5, 3e-4])
+        torch.testing.assert_close(fn(tiny.to(DEV)).cpu(), fn(tiny), rtol=1e-6, atol=0)
+
+
+def test_hypot_and_heaviside(dev):
+    g = torch.Generator().manual_seed(5)
+    check(torch.hypot, torch.randn(5, 6, generator=g), torch.randn(6, generator=g))
+    x = torch.tensor([-1.0, 0.0, 2.0, 0.0, float("nan")])
+    check(torch.heaviside, x, torch.tensor([0.5]), grad=False)

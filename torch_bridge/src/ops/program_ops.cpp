@@ -9,6 +9,11 @@
 //   hardshrink, softshrink and their backwards
 //   sign (and sgn of real tensors), isnan, nan_to_num, xlogy.Tensor, logit / logit_backward
 //   mse_loss, smooth_l1_loss, huber_loss and their backwards (reduction none / mean / sum)
+//   round (half to even), floor, ceil, trunc, frac    from the float->int32 cast (truncating), exact
+//                                            below 2^23 (fp16: 2^10); larger values are integers
+//   exp2, log2, log10, expm1, log1p          exp/log with a constant; expm1/log1p by their cubic
+//                                            Taylor polynomial for |x| < 1e-3 (no cancellation)
+//   sinh, cosh, asinh, acosh, atanh, hypot, heaviside, log_sigmoid (+ backward)
 //
 // Numerics: log(1 + e) stands for log1p(e) (the VFU has no log1p): absolute error ~1e-7 where
 // exp(b x) is tiny, which is where softplus is itself tiny.
@@ -18,6 +23,7 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/sum.h>
 #include <torch/library.h>
@@ -214,6 +220,96 @@ Tensor& mlu_logit_backward_out(const Tensor& grad, const Tensor& self, std::opti
   return into(gi, mlu_logit_backward(grad, self, eps));
 }
 
+// ---- rounding, exponentials, hyperbolics -----------------------------------------------------------------
+
+// Unary ops whose only form is a program of $0, with functional, out= and in-place variants.
+// A float result keeps the input's dtype (the programs cast back where they go through int32).
+#define MLUSIM_UNARY_PROGRAM(fn, aten_name, text)                                                 \
+  Tensor mlu_##fn(const Tensor& self) { return program("aten::" aten_name, {self}, text); }    \
+  Tensor& mlu_##fn##_out(const Tensor& self, Tensor& out) { return into(out, mlu_##fn(self)); } \
+  Tensor& mlu_##fn##_(Tensor& self) { return into(self, mlu_##fn(self)); }
+
+// Rounding: the program's cast to int32 truncates (torch's float->int conversion), exact while |x|
+// is below the dtype's first integer-only magnitude (fp32 2^23, fp16 2^10), beyond which every
+// value is already an integer and passes through (as do NaN and inf).
+std::string trunc_of(const std::string& x, const Tensor& self) {
+  const std::string limit = self.scalar_type() == at::kHalf ? "1024.0" : "8388608.0";
+  return "where(lt(abs(" + x + "), " + limit + "), cast_like(cast(" + x + ", i32), " + x + "), " + x + ")";
+}
+MLUSIM_UNARY_PROGRAM(trunc, "trunc", trunc_of("$0", self))
+MLUSIM_UNARY_PROGRAM(floor, "floor", "t = " + trunc_of("$0", self) + "; sub(t, cast_like(gt(t, $0), $0))")
+MLUSIM_UNARY_PROGRAM(ceil, "ceil", "t = " + trunc_of("$0", self) + "; add(t, cast_like(lt(t, $0), $0))")
+MLUSIM_UNARY_PROGRAM(frac, "frac", "sub($0, " + trunc_of("$0", self) + ")")
+// round half to even: f = floor(x + 1/2); at a tie (f - x == 1/2) an odd f steps down by one.
+// x + 1/2 is exact below the integer-only magnitude; beyond it x passes through.
+MLUSIM_UNARY_PROGRAM(round, "round",
+                     "h = add($0, 0.5); ht = " + trunc_of("h", self) + "; f = sub(ht, cast_like(gt(ht, h), h)); "
+                     "q = mul(f, 0.5); odd = ne(q, " + trunc_of("q", self) + "); "
+                     "r = where(logical_and(eq(sub(f, $0), 0.5), odd), sub(f, 1.0), f); "
+                     "where(lt(abs($0), " + (self.scalar_type() == at::kHalf ? std::string("1024.0") : std::string("8388608.0")) + "), r, $0)")
+
+MLUSIM_UNARY_PROGRAM(exp2, "exp2", "exp(mul($0, 0.69314718055994531))")
+MLUSIM_UNARY_PROGRAM(log2, "log2", "mul(log($0), 1.4426950408889634)")
+MLUSIM_UNARY_PROGRAM(log10, "log10", "mul(log($0), 0.43429448190325182)")
+// x + x^2/2 + x^3/6 (relative error < 5e-14 for |x| < 1e-3), else exp(x) - 1.
+MLUSIM_UNARY_PROGRAM(expm1, "expm1",
+                     "where(lt(abs($0), 0.001), mul($0, add(1.0, mul($0, add(0.5, mul($0, 0.16666666666666666))))), "
+                     "sub(exp($0), 1.0))")
+// x - x^2/2 + x^3/3 for |x| < 1e-3, else log(1 + x).
+MLUSIM_UNARY_PROGRAM(log1p, "log1p",
+                     "where(lt(abs($0), 0.001), mul($0, add(1.0, mul($0, add(-0.5, mul($0, 0.33333333333333333))))), "
+                     "log(add($0, 1.0)))")
+// sinh: x + x^3/6 for |x| < 1e-2 (cancellation in (e^x - e^-x) / 2), cosh as is.
+MLUSIM_UNARY_PROGRAM(sinh, "sinh",
+                     "where(lt(abs($0), 0.01), mul($0, add(1.0, mul(mul($0, $0), 0.16666666666666666))), "
+                     "mul(sub(exp($0), exp(neg($0))), 0.5))")
+MLUSIM_UNARY_PROGRAM(cosh, "cosh", "mul(add(exp($0), exp(neg($0))), 0.5)")
+// asinh(x) = sign(x) log(|x| + sqrt(x^2 + 1)) (odd: no cancellation for x < 0); x for |x| < 1e-3.
+MLUSIM_UNARY_PROGRAM(asinh, "asinh",
+                     "a = abs($0); s = log(add(a, sqrt(add(mul(a, a), 1.0)))); "
+                     "where(lt(a, 0.001), $0, where(lt($0, 0.0), neg(s), s))")
+MLUSIM_UNARY_PROGRAM(acosh, "acosh", "log(add($0, sqrt(sub(mul($0, $0), 1.0))))")
+// atanh(x) = log((1 + x) / (1 - x)) / 2; x + x^3/3 for |x| < 1e-3.
+MLUSIM_UNARY_PROGRAM(atanh, "atanh",
+                     "where(lt(abs($0), 0.001), mul($0, add(1.0, mul(mul($0, $0), 0.33333333333333333))), "
+                     "mul(log(div(add(1.0, $0), sub(1.0, $0))), 0.5))")
+#undef MLUSIM_UNARY_PROGRAM
+
+Tensor mlu_hypot(const Tensor& self, const Tensor& other) {
+  return program("aten::hypot", {self, other}, "sqrt(add(mul($0, $0), mul($1, $1)))");
+}
+Tensor& mlu_hypot_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_hypot(self, other)); }
+Tensor& mlu_hypot_(Tensor& self, const Tensor& other) { return into(self, mlu_hypot(self, other)); }
+
+Tensor mlu_heaviside(const Tensor& self, const Tensor& values) {
+  return program("aten::heaviside", {self, values},
+                 "cast_like(where(eq($0, 0), $1, cast_like(gt($0, 0), $1)), $0)");
+}
+Tensor& mlu_heaviside_out(const Tensor& self, const Tensor& values, Tensor& out) {
+  return into(out, mlu_heaviside(self, values));
+}
+
+// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)); the buffer CPU kernels pass to the backward is
+// empty here, as on CUDA, and the backward recomputes from x: d/dx = sigmoid(-x).
+std::tuple<Tensor, Tensor> mlu_log_sigmoid_forward(const Tensor& self) {
+  Tensor out = program("aten::log_sigmoid_forward", {self},
+                       "e = exp(neg(abs($0))); "
+                       "sub(minimum($0, 0.0), where(lt(e, 0.001), mul(e, add(1.0, mul(e, add(-0.5, mul(e, 0.33333333333333333))))), "
+                       "log(add(e, 1.0))))");
+  return {out, at::empty({0}, self.options())};
+}
+std::tuple<Tensor&, Tensor&> mlu_log_sigmoid_forward_out(const Tensor& self, Tensor& output, Tensor& buffer) {
+  into(output, std::get<0>(mlu_log_sigmoid_forward(self)));
+  buffer.resize_({0});
+  return {output, buffer};
+}
+Tensor mlu_log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Tensor& /*buffer*/) {
+  return program("aten::log_sigmoid_backward", {grad, self}, "mul($0, sigmoid(neg($1)))");
+}
+Tensor& mlu_log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, const Tensor& buffer, Tensor& gi) {
+  return into(gi, mlu_log_sigmoid_backward(grad, self, buffer));
+}
+
 // ---- losses --------------------------------------------------------------------------------------------------
 
 // at::Reduction: 0 none, 1 mean, 2 sum.
@@ -330,6 +426,35 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logit.out", TORCH_FN(mlu_logit_out));
   m.impl("logit_backward", TORCH_FN(mlu_logit_backward));
   m.impl("logit_backward.grad_input", TORCH_FN(mlu_logit_backward_out));
+#define MLUSIM_REGISTER_UNARY(fn)               \
+  m.impl(#fn, TORCH_FN(mlu_##fn));              \
+  m.impl(#fn ".out", TORCH_FN(mlu_##fn##_out)); \
+  m.impl(#fn "_", TORCH_FN(mlu_##fn##_));
+  MLUSIM_REGISTER_UNARY(round)
+  MLUSIM_REGISTER_UNARY(floor)
+  MLUSIM_REGISTER_UNARY(ceil)
+  MLUSIM_REGISTER_UNARY(trunc)
+  MLUSIM_REGISTER_UNARY(frac)
+  MLUSIM_REGISTER_UNARY(exp2)
+  MLUSIM_REGISTER_UNARY(log2)
+  MLUSIM_REGISTER_UNARY(log10)
+  MLUSIM_REGISTER_UNARY(expm1)
+  MLUSIM_REGISTER_UNARY(log1p)
+  MLUSIM_REGISTER_UNARY(sinh)
+  MLUSIM_REGISTER_UNARY(cosh)
+  MLUSIM_REGISTER_UNARY(asinh)
+  MLUSIM_REGISTER_UNARY(acosh)
+  MLUSIM_REGISTER_UNARY(atanh)
+#undef MLUSIM_REGISTER_UNARY
+  m.impl("hypot", TORCH_FN(mlu_hypot));
+  m.impl("hypot.out", TORCH_FN(mlu_hypot_out));
+  m.impl("hypot_", TORCH_FN(mlu_hypot_));
+  m.impl("heaviside", TORCH_FN(mlu_heaviside));
+  m.impl("heaviside.out", TORCH_FN(mlu_heaviside_out));
+  m.impl("log_sigmoid_forward", TORCH_FN(mlu_log_sigmoid_forward));
+  m.impl("log_sigmoid_forward.output", TORCH_FN(mlu_log_sigmoid_forward_out));
+  m.impl("log_sigmoid_backward", TORCH_FN(mlu_log_sigmoid_backward));
+  m.impl("log_sigmoid_backward.grad_input", TORCH_FN(mlu_log_sigmoid_backward_out));
   m.impl("mse_loss", TORCH_FN(mlu_mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mlu_mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mlu_mse_loss_backward));
