@@ -143,13 +143,16 @@ class Reader {
                                 line_of(extends)));
     const std::string& target = extends.Scalar();
     fs::path path;
+    // The error_code forms: a name the file system refuses (longer than NAME_MAX, say) is a file
+    // that is not there, not a std::filesystem_error escaping the loader.
+    std::error_code ec;
     if (looks_like_path(target)) {
       path = fs::path(target).is_absolute() ? fs::path(target) : (base_dir / target).lexically_normal();
-      if (!fs::is_regular_file(path))
+      if (!fs::is_regular_file(path, ec))
         throw ConfigError(file, kExtendsKey, at_line("no such file: " + path.string(), line_of(extends)));
     } else {
       path = config_dir() / (target + ".yaml");
-      if (!fs::is_regular_file(path))
+      if (!fs::is_regular_file(path, ec))
         throw ConfigError(file, kExtendsKey,
                           at_line("unknown preset \"" + target + "\" (available in " + config_dir().string() +
                                       ": " + preset_list() + ")",

@@ -1,5 +1,6 @@
 // Inputs the config loader fuzzer (tests/fuzz/config_loader_fuzz.cpp) found, kept as tests: each
-// used to hang the loader or overflow its stack; now each is a ConfigError. A regression would hang again, so every
+// used to hang the loader, overflow its stack or let another exception escape; now each is a
+// ConfigError. A regression would hang again, so every
 // parse runs on its own thread and the test program aborts if one takes more than 30 s.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -91,6 +92,16 @@ TEST(ConfigFuzzRegressions, SelfContainingMapsAndDeepNesting) {
   }
   deep += indent + "v: 1\n";
   ExpectConfigError([&] { parse_with_deadline(deep, "deep.yaml"); }, "deep.yaml", key, "maps nested more than 32 deep");
+}
+
+// `extends:` naming a file whose name is too long for the file system: std::filesystem::
+// is_regular_file threw filesystem_error (ENAMETOOLONG), which escaped parse_config.
+TEST(ConfigFuzzRegressions, ExtendsNamesTooLongForTheFileSystem) {
+  const std::string name(300, 'x');
+  ExpectConfigError([&] { parse_with_deadline("extends: " + name + "\n", "long.yaml"); }, "long.yaml", "extends",
+                    "unknown preset \"" + name + "\"");
+  ExpectConfigError([&] { parse_with_deadline("extends: dir/" + name + ".yaml\n", "long_path.yaml"); }, "long_path.yaml",
+                    "extends", "no such file: ");
 }
 
 // Aliases that do not multiply still work: one TFU array shape for two dtypes.
