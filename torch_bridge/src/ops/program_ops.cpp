@@ -14,6 +14,8 @@
 //   exp2, log2, log10, expm1, log1p          exp/log with a constant; expm1/log1p by their cubic
 //                                            Taylor polynomial for |x| < 1e-3 (no cancellation)
 //   sinh, cosh, asinh, acosh, atanh, hypot, heaviside, log_sigmoid (+ backward)
+//   threshold, glu (+ backward), fmax/fmin, copysign/signbit, erf (A&S 7.1.26: 1.5e-7, ~3e-7 in fp32),
+//   bitwise_not, logaddexp/logaddexp2
 //
 // Numerics: log(1 + e) stands for log1p(e) (the VFU has no log1p): absolute error ~1e-7 where
 // exp(b x) is tiny, which is where softplus is itself tiny.
@@ -23,6 +25,8 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/sum.h>
@@ -310,6 +314,99 @@ Tensor& mlu_log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, con
   return into(gi, mlu_log_sigmoid_backward(grad, self, buffer));
 }
 
+// ---- threshold, glu, fmax/fmin, copysign/signbit, erf, bitwise_not, logaddexp -----------------------------
+
+Tensor mlu_threshold(const Tensor& self, const c10::Scalar& threshold, const c10::Scalar& value) {
+  return program("aten::threshold", {self},
+                 "cast_like(where(le($0, " + lit(threshold) + "), " + lit(value) + ", $0), $0)");  // NaN passes
+}
+Tensor& mlu_threshold_out(const Tensor& self, const c10::Scalar& threshold, const c10::Scalar& value, Tensor& out) {
+  return into(out, mlu_threshold(self, threshold, value));
+}
+
+// glu(x, dim) = a sigmoid(b) for the two halves of x along dim (views: no copy).
+Tensor mlu_glu(const Tensor& self, int64_t dim) {
+  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(d) % 2 == 0, "aten::glu: halving dimension ", dim, " of size ", self.size(d), " is not even");
+  const int64_t h = self.size(d) / 2;
+  return program("aten::glu", {self.narrow(d, 0, h), self.narrow(d, h, h)}, "mul($0, sigmoid($1))");
+}
+Tensor& mlu_glu_out(const Tensor& self, int64_t dim, Tensor& out) { return into(out, mlu_glu(self, dim)); }
+Tensor mlu_glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
+  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  const int64_t h = self.size(d) / 2;
+  const Tensor a = self.narrow(d, 0, h), b = self.narrow(d, h, h);
+  // d/da = sigmoid(b); d/db = a sigmoid(b) (1 - sigmoid(b))
+  const Tensor ga = program("aten::glu_backward", {grad, b}, "mul($0, sigmoid($1))");
+  const Tensor gb = program("aten::glu_backward", {grad, a, b}, "s = sigmoid($2); mul(mul($0, $1), mul(s, sub(1.0, s)))");
+  return at::cat({ga, gb}, d);
+}
+Tensor& mlu_glu_backward_out(const Tensor& grad, const Tensor& self, int64_t dim, Tensor& gi) {
+  return into(gi, mlu_glu_backward(grad, self, dim));
+}
+
+// fmax / fmin: maximum / minimum that ignore a NaN operand (NaN only when both are).
+Tensor mlu_fmax(const Tensor& self, const Tensor& other) {
+  return program("aten::fmax", {self, other}, "where(ne($0, $0), $1, where(ne($1, $1), $0, maximum($0, $1)))");
+}
+Tensor& mlu_fmax_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_fmax(self, other)); }
+Tensor mlu_fmin(const Tensor& self, const Tensor& other) {
+  return program("aten::fmin", {self, other}, "where(ne($0, $0), $1, where(ne($1, $1), $0, minimum($0, $1)))");
+}
+Tensor& mlu_fmin_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_fmin(self, other)); }
+
+// The sign bit of x: x < 0, or x == -0.0 (1 / -0.0 = -inf). A NaN's sign bit is not visible to
+// comparisons: it counts as clear.
+std::string signbit_text(const std::string& x) {
+  return "logical_or(lt(" + x + ", 0.0), logical_and(eq(" + x + ", 0.0), lt(div(1.0, " + x + "), 0.0)))";
+}
+Tensor mlu_signbit(const Tensor& self) { return program("aten::signbit", {self}, signbit_text("$0")); }
+Tensor& mlu_signbit_out(const Tensor& self, Tensor& out) { return into(out, mlu_signbit(self)); }
+Tensor mlu_copysign(const Tensor& self, const Tensor& other) {
+  return program("aten::copysign", {self, other}, "a = abs($0); where(" + signbit_text("$1") + ", neg(a), a)");
+}
+Tensor& mlu_copysign_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return into(out, mlu_copysign(self, other));
+}
+
+// erf by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p |x|),
+// absolute error <= 1.5e-7 (below fp32's resolution of erf near 1); odd in x.
+Tensor mlu_erf(const Tensor& self) {
+  return program("aten::erf", {self},
+                 "a = abs($0); t = div(1.0, add(mul(a, 0.3275911), 1.0)); "
+                 "y = sub(1.0, mul(mul(t, add(0.254829592, mul(t, add(-0.284496736, mul(t, add(1.421413741, "
+                 "mul(t, add(-1.453152027, mul(t, 1.061405429))))))))), exp(neg(mul(a, a))))); "
+                 "where(lt($0, 0.0), neg(y), y)");
+}
+Tensor& mlu_erf_out(const Tensor& self, Tensor& out) { return into(out, mlu_erf(self)); }
+Tensor& mlu_erf_(Tensor& self) { return into(self, mlu_erf(self)); }
+
+// ~x: logical not for bool, -x - 1 in two's complement for integers.
+Tensor mlu_bitwise_not(const Tensor& self) {
+  TORCH_CHECK(self.scalar_type() == at::kBool || at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
+              "aten::bitwise_not: expected a bool or integer tensor, got ", self.scalar_type());
+  if (self.scalar_type() == at::kBool) return program("aten::bitwise_not", {self}, "logical_not($0)");
+  return program("aten::bitwise_not", {self}, "cast_like(sub(neg($0), 1), $0)");
+}
+Tensor& mlu_bitwise_not_out(const Tensor& self, Tensor& out) { return into(out, mlu_bitwise_not(self)); }
+
+// log(e^a + e^b) = max + log1p(e^-|a - b|); equal operands (also both +-inf) give a + log 2.
+Tensor mlu_logaddexp(const Tensor& self, const Tensor& other) {
+  return program("aten::logaddexp", {self, other},
+                 "where(eq($0, $1), add($0, 0.69314718055994531), add(maximum($0, $1), log(add(exp(neg(abs(sub($0, $1)))), 1.0))))");
+}
+Tensor& mlu_logaddexp_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return into(out, mlu_logaddexp(self, other));
+}
+Tensor mlu_logaddexp2(const Tensor& self, const Tensor& other) {
+  return program("aten::logaddexp2", {self, other},
+                 "where(eq($0, $1), add($0, 1.0), add(maximum($0, $1), mul(log(add(exp(mul(neg(abs(sub($0, $1))), "
+                 "0.69314718055994531)), 1.0)), 1.4426950408889634)))");
+}
+Tensor& mlu_logaddexp2_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return into(out, mlu_logaddexp2(self, other));
+}
+
 // ---- losses --------------------------------------------------------------------------------------------------
 
 // at::Reduction: 0 none, 1 mean, 2 sum.
@@ -455,6 +552,29 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("log_sigmoid_forward.output", TORCH_FN(mlu_log_sigmoid_forward_out));
   m.impl("log_sigmoid_backward", TORCH_FN(mlu_log_sigmoid_backward));
   m.impl("log_sigmoid_backward.grad_input", TORCH_FN(mlu_log_sigmoid_backward_out));
+  m.impl("threshold", TORCH_FN(mlu_threshold));
+  m.impl("threshold.out", TORCH_FN(mlu_threshold_out));
+  m.impl("glu", TORCH_FN(mlu_glu));
+  m.impl("glu.out", TORCH_FN(mlu_glu_out));
+  m.impl("glu_backward", TORCH_FN(mlu_glu_backward));
+  m.impl("glu_backward.grad_input", TORCH_FN(mlu_glu_backward_out));
+  m.impl("fmax", TORCH_FN(mlu_fmax));
+  m.impl("fmax.out", TORCH_FN(mlu_fmax_out));
+  m.impl("fmin", TORCH_FN(mlu_fmin));
+  m.impl("fmin.out", TORCH_FN(mlu_fmin_out));
+  m.impl("signbit", TORCH_FN(mlu_signbit));
+  m.impl("signbit.out", TORCH_FN(mlu_signbit_out));
+  m.impl("copysign.Tensor", TORCH_FN(mlu_copysign));
+  m.impl("copysign.out", TORCH_FN(mlu_copysign_out));
+  m.impl("erf", TORCH_FN(mlu_erf));
+  m.impl("erf.out", TORCH_FN(mlu_erf_out));
+  m.impl("erf_", TORCH_FN(mlu_erf_));
+  m.impl("bitwise_not", TORCH_FN(mlu_bitwise_not));
+  m.impl("bitwise_not.out", TORCH_FN(mlu_bitwise_not_out));
+  m.impl("logaddexp", TORCH_FN(mlu_logaddexp));
+  m.impl("logaddexp.out", TORCH_FN(mlu_logaddexp_out));
+  m.impl("logaddexp2", TORCH_FN(mlu_logaddexp2));
+  m.impl("logaddexp2.out", TORCH_FN(mlu_logaddexp2_out));
   m.impl("mse_loss", TORCH_FN(mlu_mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mlu_mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mlu_mse_loss_backward));
