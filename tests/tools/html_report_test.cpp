@@ -158,6 +158,25 @@ TEST(HtmlReport, EveryTextFromTheInputsIsEscaped) {
   EXPECT_NE(html.find("&lt;/title&gt;&lt;script&gt;alert(3)"), std::string::npos);
 }
 
+// The run's files are links (mlusim run --profile adds torch.profiler's trace); a path with a
+// scheme stays text, so a run report cannot plant a javascript: link.
+TEST(HtmlReport, LinksTheRunsFilesAndShowsHostSyncs) {
+  json run = sample_run();
+  run["profile"] = "/tmp/prof/mlp-tiny.pt.trace.json";
+  run["report"]["host_syncs"] = 12;
+  run["report"]["host_sync_wait_ns"] = 3.1e6;
+  HtmlReportOptions opt;
+  opt.trace_label = "traces/mlp-tiny.json";
+  opt.run_label = "javascript:alert(1)";
+  const std::string html = build_html_report(run, nullptr, opt);
+  EXPECT_NE(html.find("<a href=\"file:///tmp/prof/mlp-tiny.pt.trace.json\">/tmp/prof/mlp-tiny.pt.trace.json</a>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<a href=\"traces/mlp-tiny.json\">"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"javascript:"), std::string::npos);
+  EXPECT_NE(html.find("<dd>javascript:alert(1)</dd>"), std::string::npos);
+  EXPECT_NE(html.find("<dt>host syncs</dt><dd>12 blocking calls, 3.1 ms host wait</dd>"), std::string::npos);
+}
+
 TEST(HtmlReport, RooflineAndOpTableDeriveIntensityThroughputAndEfficiency) {
   const std::string html = build_html_report(sample_run(), nullptr);
   // conv: 2 x 2,359,296 / 81,920 = 57.6 FLOP/byte; 2 x 2,359,296 / 30.72 µs = 153.6 GFLOP/s,

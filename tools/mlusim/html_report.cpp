@@ -235,8 +235,19 @@ constexpr std::size_t kPaletteSize = sizeof kPalette / sizeof kPalette[0];
 
 std::string header_section(const json& run, const HtmlReportOptions& opt) {
   const json& rep = member(run, "report");
-  std::vector<std::pair<std::string, std::string>> items;
-  auto add = [&](const std::string& k, const std::string& v) { items.emplace_back(k, v.empty() ? "-" : v); };
+  struct Item {
+    std::string key, value, href;  // href: the value links there (a file the run wrote)
+  };
+  std::vector<Item> items;
+  auto add = [&](const std::string& k, const std::string& v) { items.push_back({k, v.empty() ? "-" : v, ""}); };
+  // A file the run wrote, linked: an absolute path as file://, a relative one as is. Anything with
+  // a scheme (a ':' before any '/', e.g. "javascript:") stays plain text.
+  auto add_file = [&](const std::string& k, const std::string& path) {
+    if (path.empty()) return add(k, "none");
+    const std::size_t colon = path.find(':'), slash = path.find('/');
+    const bool has_scheme = colon != std::string::npos && (slash == std::string::npos || colon < slash);
+    items.push_back({k, path, has_scheme ? "" : (path.front() == '/' ? "file://" : "") + path});
+  };
   add("model", text(run, "model"));
   if (!text(run, "description").empty()) add("description", text(run, "description"));
   if (member(run, "inputs").is_array()) {
@@ -278,11 +289,19 @@ std::string header_section(const json& run, const HtmlReportOptions& opt) {
     for (const auto& [dtype, v] : member(peaks, "macs_per_s").items())
       if (as_num(v) > 0) macs += (macs.empty() ? "" : ", ") + dtype + " " + si(as_num(v), "MAC/s");
   add("peak compute", macs);
-  add("run report", opt.run_label);
-  add("trace", opt.trace_label.empty() ? "none" : opt.trace_label);
+  // Blocking calls: the first thing to look for when the device idles (torch.profiler shows each).
+  if (member(rep, "host_syncs").is_number())
+    add("host syncs", grouped(num(rep, "host_syncs")) + " blocking calls, " + human_ns(num(rep, "host_sync_wait_ns")) +
+                          " host wait");
+  add_file("run report", opt.run_label);
+  add_file("trace", opt.trace_label);
+  add_file("torch.profiler trace", text(run, "profile"));
 
   std::string o = "<dl class=\"run\">";
-  for (const auto& [k, v] : items) o += "<div><dt>" + esc(k) + "</dt><dd>" + esc(v) + "</dd></div>";
+  for (const Item& i : items) {
+    const std::string value = i.href.empty() ? esc(i.value) : "<a href=\"" + esc(i.href) + "\">" + esc(i.value) + "</a>";
+    o += "<div><dt>" + esc(i.key) + "</dt><dd>" + value + "</dd></div>";
+  }
   return section("run", "Run", o + "</dl>\n");
 }
 

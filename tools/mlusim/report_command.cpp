@@ -40,7 +40,8 @@ std::ifstream open_file(const std::string& path, const char* what) {
   return in;
 }
 
-UsageError not_json(const std::string& path, const char* what, const nlohmann::json::parse_error& e) {
+// A parse error, or a number beyond the double range (json::out_of_range 406: "1e999").
+UsageError not_json(const std::string& path, const char* what, const nlohmann::json::exception& e) {
   return UsageError{std::string(what) + " '" + path + "' is not valid JSON (" + e.what() + ")"};
 }
 
@@ -58,7 +59,7 @@ int run_report(const ReportOptions& o) {
   try {
     std::ifstream in = open_file(o.run, "run report");
     run = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw not_json(o.run, "run report", e);
   }
   try {
@@ -78,7 +79,7 @@ int run_report(const ReportOptions& o) {
     page.trace_label = o.trace;
     try {
       html = report::build_html_report(run, in, page);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw not_json(o.trace, "trace", e);
     }
   } else if (run.contains("trace") && run["trace"].is_string() && !run["trace"].get<std::string>().empty()) {
@@ -90,7 +91,7 @@ int run_report(const ReportOptions& o) {
       page.trace_label = path.string();
       try {
         html = report::build_html_report(run, in, page);
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {
         throw not_json(path.string(), "trace", e);
       }
     } catch (const UsageError& e) {

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -29,8 +30,26 @@ namespace {
 // Errors in `--set key=value` overrides name this instead of a file.
 constexpr const char* kOverrideOrigin = "override";
 
+// Control bytes other than newlines (a NUL would cut what() short) come out as \xNN in file names,
+// keys and reasons.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n') || u == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string format_error(const std::string& file, const std::string& key, const std::string& reason) {
-  return key.empty() ? file + ": " + reason : file + ": " + key + ": " + reason;
+  return key.empty() ? printable(file) + ": " + printable(reason)
+                     : printable(file) + ": " + printable(key) + ": " + printable(reason);
 }
 
 // "did you mean" text for an unknown key: a key whose last component matches exactly (right name,
@@ -324,15 +343,16 @@ fs::path config_dir() {
 const char* default_config_name() { return "mlu370-x4"; }
 
 fs::path resolve_config_path(const std::string& name_or_path) {
+  std::error_code ec;  // a name too long for the file system is "no such file", not an exception
   if (looks_like_path(name_or_path)) {
     const fs::path path(name_or_path);
-    if (!fs::is_regular_file(path))
+    if (!fs::is_regular_file(path, ec))
       throw ConfigError(name_or_path, "",
                         "no such config file (presets in " + config_dir().string() + ": " + preset_list() + ")");
     return path;
   }
   const fs::path path = config_dir() / (name_or_path + ".yaml");
-  if (name_or_path.empty() || !fs::is_regular_file(path))
+  if (name_or_path.empty() || !fs::is_regular_file(path, ec))
     throw ConfigError(name_or_path.empty() ? std::string("\"\"") : name_or_path, "",
                       "unknown preset (available in " + config_dir().string() + ": " + preset_list() + ")");
   return path;

@@ -406,4 +406,19 @@ TEST(ConfigValidation, TimeQuantitiesAreBounded) {
   EXPECT_DOUBLE_EQ(load_config("tiny", {{"clock.core_mhz", "100000"}}).core_clock_mhz, 100000.0);
 }
 
+// Found by config_loader_fuzz: a NUL in a key cut the message short; a name too long for the file
+// system threw std::filesystem_error instead of ConfigError.
+TEST(ConfigErrors, ControlBytesAndOverlongNamesGiveWholeMessages) {
+  try {
+    load_config("tiny", {{std::string("dram.ba\0x", 9), "1"}});
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("override: dram.ba\\x00x: unknown key"), std::string::npos) << e.what();
+  }
+  const std::string long_name(300, 'x');
+  ExpectConfigError([&] { load_config(long_name); }, long_name, "", "unknown preset");
+  ExpectConfigError([&] { load_config("/tmp/" + long_name + ".yaml"); }, "/tmp/" + long_name + ".yaml", "",
+                    "no such config file");
+}
+
 }  // namespace mlusim::sim
