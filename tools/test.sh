@@ -25,6 +25,7 @@ Environment:
   MLUSIM_SKIP_SANITIZE=1   skip step 2 (the fuzz targets included)
   MLUSIM_SKIP_FUZZ=1       skip the fuzz targets only
   MLUSIM_FUZZ_SECONDS=N    seconds each fuzz target runs (default 20)
+  MLUSIM_FUZZ_SEED=N       libFuzzer's random seed (default 1, repeatable; 0 = a new one each run)
   MLUSIM_JOBS=N            parallel build and test jobs (default: nproc)
   MLUSIM_VENV=DIR          the project venv, if not .venv/ (as for tools/install-deps.sh):
                            passed to cmake as -DMLUSIM_PYTHON=DIR/bin/python
@@ -96,7 +97,10 @@ run_fuzz_targets() {
     fi
     rc=0
     # The outer timeout only guards against a fuzzer that does not stop by itself.
+    # A fixed -seed: the same mutations in the same order on every run (CI stays repeatable; how far
+    # a run gets still depends on the machine's speed). MLUSIM_FUZZ_SEED=0 lets libFuzzer choose.
     timeout --signal=KILL $((seconds + 300)) build-fuzz/tests/fuzz/"$target" -max_total_time="$seconds" -timeout=10 \
+      -seed="${MLUSIM_FUZZ_SEED:-1}" \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "${dict[@]}" "$work/corpus" \
       >"$log" 2>&1 || rc=$?
     done_line=$(grep -a -E '^#[0-9]+[[:space:]]+DONE ' "$log" | tail -n 1 || true)

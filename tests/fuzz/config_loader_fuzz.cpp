@@ -17,7 +17,8 @@
 // Expected outcomes: a HardwareConfig, or mlusim::sim::ConfigError whose what() is
 // "<file>: <key>: <reason>" ("<file>: <reason>" when the key is empty).
 // Findings: any other exception, a crash, a hang (libFuzzer -timeout), a sanitizer report, a
-// ConfigError whose what() does not start with its file() and key(), or a config that passed
+// ConfigError whose what() does not start with its file() and key() (control bytes as \xNN) or
+// holds a raw control byte, or a config that passed
 // validation but breaks a rule the loader promises to check (checked below: positive counts and
 // rates, DRAM capacity a whole number of interleave stripes, TFU rows and cols both zero or both
 // above zero, pageable host bandwidth <= pinned).
@@ -46,19 +47,33 @@ constexpr const char kSeparator[] = "\n#--set\n";
   std::abort();
 }
 
+// ConfigError's contract: what() is "<file>: <key>: <reason>" with control bytes other than
+// newlines written as \xNN (a NUL would cut it short), so it is one readable string.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n') || u == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void check_error(const ConfigError& e) {
   const std::string what = e.what();
-  std::string prefix = e.key().empty() ? e.file() + ": " : e.file() + ": " + e.key() + ": ";
-  // Known and reported (not fixed here: config.cpp): a key holding a NUL byte (a YAML "\0"
-  // escape, or an override) cuts what() short at the NUL, reason included.
-  if (const std::size_t nul = prefix.find('\0'); nul != std::string::npos) {
-    prefix.resize(nul);
-    if (what != prefix) finding("ConfigError's what() '" + what + "' is not its file and key up to the NUL");
-    return;
-  }
+  const std::string prefix =
+      e.key().empty() ? printable(e.file()) + ": " : printable(e.file()) + ": " + printable(e.key()) + ": ";
   if (what.compare(0, prefix.size(), prefix) != 0)
     finding("ConfigError's what() '" + what + "' does not start with '" + prefix + "'");
   if (what.size() == prefix.size()) finding("ConfigError without a reason: '" + what + "'");
+  for (const char c : what)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f)
+      finding("ConfigError's what() holds a control byte: '" + printable(what) + "'");
 }
 
 void check_config(const HardwareConfig& c) {
