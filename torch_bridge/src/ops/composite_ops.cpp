@@ -10,7 +10,6 @@
 //   eye(n, m) = (arange(n)[:, None] == arange(m)[None, :])   [TensorFactories.cu]
 //   equal = same shape and all(eq)                    [Equal.cpp; one device sync for the answer]
 #include <ATen/core/Tensor.h>
-#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
@@ -32,27 +31,19 @@ namespace {
 
 using at::Tensor;
 
-Tensor& into(Tensor& out, const Tensor& result) {
-  if (!out.is_same(result)) {
-    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
-    out.copy_(result);
-  }
-  return out;
-}
-
 Tensor mlu_tan(const Tensor& self) {
   OpScope op("aten::tan", self);
   return at::div(at::sin(self), at::cos(self));
 }
-Tensor& mlu_tan_out(const Tensor& self, Tensor& out) { return into(out, mlu_tan(self)); }
-Tensor& mlu_tan_(Tensor& self) { return into(self, mlu_tan(self)); }
+Tensor& mlu_tan_out(const Tensor& self, Tensor& out) { return write_out(mlu_tan(self), out, "aten::tan"); }
+Tensor& mlu_tan_(Tensor& self) { return write_out(mlu_tan(self), self, "aten::tan"); }
 
 Tensor mlu_flip(const Tensor& self, at::IntArrayRef dims) {
   OpScope op("aten::flip", self);
   Tensor out = self;
   std::vector<bool> seen(static_cast<std::size_t>(std::max<int64_t>(self.dim(), 1)), false);
   for (const int64_t dim : dims) {
-    const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+    const int64_t d = wrap_dim(dim, self.dim(), "aten::flip");
     TORCH_CHECK(!seen[static_cast<std::size_t>(d)], "aten::flip: dim ", dim, " appears more than once");
     seen[static_cast<std::size_t>(d)] = true;
     if (self.dim() == 0 || self.size(d) <= 1) continue;
@@ -73,7 +64,7 @@ Tensor mlu_roll(const Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims
               ") must have the same length");
   Tensor out = self;
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    const int64_t d = c10::maybe_wrap_dim(dims[i], self.dim());
+    const int64_t d = wrap_dim(dims[i], self.dim(), "aten::roll");
     const int64_t n = self.size(d);
     if (n == 0) continue;
     const int64_t s = ((shifts[i] % n) + n) % n;  // Python's modulo: roll right by s
@@ -98,7 +89,7 @@ Tensor mlu_nansum(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
 }
 Tensor& mlu_nansum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                        std::optional<at::ScalarType> dtype, Tensor& out) {
-  return into(out, mlu_nansum(self, dim, keepdim, dtype));
+  return write_out(mlu_nansum(self, dim, keepdim, dtype), out, "aten::nansum");
 }
 
 std::tuple<Tensor, Tensor> mlu_aminmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -117,8 +108,8 @@ std::tuple<Tensor, Tensor> mlu_aminmax(const Tensor& self, std::optional<int64_t
 std::tuple<Tensor&, Tensor&> mlu_aminmax_out(const Tensor& self, std::optional<int64_t> dim, bool keepdim, Tensor& min,
                                              Tensor& max) {
   auto [lo, hi] = mlu_aminmax(self, dim, keepdim);
-  into(min, lo);
-  into(max, hi);
+  write_out(lo, min, "aten::aminmax");
+  write_out(hi, max, "aten::aminmax");
   return {min, max};
 }
 
@@ -127,7 +118,7 @@ Tensor& mlu_eye_m_out(int64_t n, int64_t m, Tensor& out) {
   TORCH_CHECK(n >= 0 && m >= 0, "aten::eye: n and m must be >= 0, got ", n, " and ", m);
   const auto idx = out.options().dtype(at::kInt);
   const Tensor eye = at::eq(at::arange(n, idx).view({n, 1}), at::arange(m, idx).view({1, m}));
-  return into(out, eye.to(out.scalar_type()));
+  return write_out(eye.to(out.scalar_type()), out, "aten::eye");
 }
 Tensor& mlu_eye_out(int64_t n, Tensor& out) { return mlu_eye_m_out(n, n, out); }
 

@@ -200,6 +200,13 @@ void check_out_dtype(const at::Tensor& out, at::ScalarType want, const char* op)
               out.scalar_type(), " instead");
 }
 
+at::Tensor& write_out(const at::Tensor& result, at::Tensor& out, const char* op) {
+  if (out.is_same(result)) return out;
+  prepare_out(out, result.device(), result.sizes(), op);
+  out.copy_(result);
+  return out;
+}
+
 void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst) {
   if (dst.numel() == 0) return;
   op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),

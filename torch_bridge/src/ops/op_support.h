@@ -99,6 +99,10 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
 // "<op>: Expected out tensor to have dtype <want>, but got <dtype> instead".
 void check_out_dtype(const at::Tensor& out, at::ScalarType want, const char* op);
 
+// The out= / in-place tail of ops that compute a fresh result first: prepare_out(out, ...) for
+// `result`'s shape, then out = result (nothing when they are the same tensor). Returns out.
+at::Tensor& write_out(const at::Tensor& result, at::Tensor& out, const char* op);
+
 // dst = src on the device with libmlu copy_strided (any strides and dtypes, src broadcast to
 // dst's dims) inside `op`'s scope; nothing for an empty dst.
 void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst);

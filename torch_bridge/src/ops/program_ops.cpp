@@ -25,7 +25,6 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
-#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mean.h>
@@ -56,15 +55,6 @@ Tensor program(const char* aten_op, at::TensorList inputs, const std::string& te
   return run_elementwise_program(inputs, text);
 }
 
-// out= and in-place variants: compute, then write into `out` (resized like torch's out= ops).
-Tensor& into(Tensor& out, const Tensor& result) {
-  if (!out.is_same(result)) {
-    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
-    out.copy_(result);
-  }
-  return out;
-}
-
 // ---- elu ------------------------------------------------------------------------------------------------
 
 std::string elu_text(const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
@@ -76,10 +66,10 @@ Tensor mlu_elu(const Tensor& self, const c10::Scalar& alpha, const c10::Scalar& 
 }
 Tensor& mlu_elu_out(const Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale,
                     const c10::Scalar& input_scale, Tensor& out) {
-  return into(out, mlu_elu(self, alpha, scale, input_scale));
+  return write_out(mlu_elu(self, alpha, scale, input_scale), out, "aten::elu");
 }
 Tensor& mlu_elu_(Tensor& self, const c10::Scalar& alpha, const c10::Scalar& scale, const c10::Scalar& input_scale) {
-  return into(self, mlu_elu(self, alpha, scale, input_scale));
+  return write_out(mlu_elu(self, alpha, scale, input_scale), self, "aten::elu");
 }
 Tensor mlu_elu_backward(const Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
                         const c10::Scalar& input_scale, bool is_result, const Tensor& self_or_result) {
@@ -93,7 +83,7 @@ Tensor mlu_elu_backward(const Tensor& grad, const c10::Scalar& alpha, const c10:
 Tensor& mlu_elu_backward_out(const Tensor& grad, const c10::Scalar& alpha, const c10::Scalar& scale,
                              const c10::Scalar& input_scale, bool is_result, const Tensor& self_or_result,
                              Tensor& grad_input) {
-  return into(grad_input, mlu_elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result));
+  return write_out(mlu_elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result), grad_input, "aten::elu_backward");
 }
 
 // ---- softplus, mish ---------------------------------------------------------------------------------------
@@ -107,7 +97,7 @@ Tensor mlu_softplus(const Tensor& self, const c10::Scalar& beta, const c10::Scal
   return program("aten::softplus", {self}, softplus_text("$0", beta.toDouble(), threshold.toDouble()));
 }
 Tensor& mlu_softplus_out(const Tensor& self, const c10::Scalar& beta, const c10::Scalar& threshold, Tensor& out) {
-  return into(out, mlu_softplus(self, beta, threshold));
+  return write_out(mlu_softplus(self, beta, threshold), out, "aten::softplus");
 }
 Tensor mlu_softplus_backward(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
                              const c10::Scalar& threshold) {
@@ -117,14 +107,14 @@ Tensor mlu_softplus_backward(const Tensor& grad, const Tensor& self, const c10::
 }
 Tensor& mlu_softplus_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& beta,
                                   const c10::Scalar& threshold, Tensor& grad_input) {
-  return into(grad_input, mlu_softplus_backward(grad, self, beta, threshold));
+  return write_out(mlu_softplus_backward(grad, self, beta, threshold), grad_input, "aten::softplus_backward");
 }
 
 Tensor mlu_mish(const Tensor& self) {
   return program("aten::mish", {self}, "mul($0, tanh(" + softplus_text("$0", 1.0, 20.0) + "))");
 }
-Tensor& mlu_mish_out(const Tensor& self, Tensor& out) { return into(out, mlu_mish(self)); }
-Tensor& mlu_mish_(Tensor& self) { return into(self, mlu_mish(self)); }
+Tensor& mlu_mish_out(const Tensor& self, Tensor& out) { return write_out(mlu_mish(self), out, "aten::mish"); }
+Tensor& mlu_mish_(Tensor& self) { return write_out(mlu_mish(self), self, "aten::mish"); }
 Tensor mlu_mish_backward(const Tensor& grad, const Tensor& self) {
   // d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)
   return program("aten::mish_backward", {grad, self},
@@ -138,7 +128,7 @@ Tensor mlu_hardshrink(const Tensor& self, const c10::Scalar& lambd) {
   return program("aten::hardshrink", {self}, "where(gt(abs($0), " + lit(lambd) + "), $0, mul($0, 0.0))");
 }
 Tensor& mlu_hardshrink_out(const Tensor& self, const c10::Scalar& lambd, Tensor& out) {
-  return into(out, mlu_hardshrink(self, lambd));
+  return write_out(mlu_hardshrink(self, lambd), out, "aten::hardshrink");
 }
 Tensor mlu_softshrink(const Tensor& self, const c10::Scalar& lambd) {
   const std::string l = lit(lambd);
@@ -147,7 +137,7 @@ Tensor mlu_softshrink(const Tensor& self, const c10::Scalar& lambd) {
                      "), mul($0, 0.0)))");
 }
 Tensor& mlu_softshrink_out(const Tensor& self, const c10::Scalar& lambd, Tensor& out) {
-  return into(out, mlu_softshrink(self, lambd));
+  return write_out(mlu_softshrink(self, lambd), out, "aten::softshrink");
 }
 // Both shrinks pass the gradient where |x| > lambda.
 Tensor shrink_backward(const char* name, const Tensor& grad, const Tensor& self, const c10::Scalar& lambd) {
@@ -157,13 +147,13 @@ Tensor mlu_hardshrink_backward(const Tensor& grad, const Tensor& self, const c10
   return shrink_backward("aten::hardshrink_backward", grad, self, lambd);
 }
 Tensor& mlu_hardshrink_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd, Tensor& gi) {
-  return into(gi, mlu_hardshrink_backward(grad, self, lambd));
+  return write_out(mlu_hardshrink_backward(grad, self, lambd), gi, "aten::hardshrink_backward");
 }
 Tensor mlu_softshrink_backward(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd) {
   return shrink_backward("aten::softshrink_backward", grad, self, lambd);
 }
 Tensor& mlu_softshrink_backward_out(const Tensor& grad, const Tensor& self, const c10::Scalar& lambd, Tensor& gi) {
-  return into(gi, mlu_softshrink_backward(grad, self, lambd));
+  return write_out(mlu_softshrink_backward(grad, self, lambd), gi, "aten::softshrink_backward");
 }
 
 // ---- sign, isnan, nan_to_num, xlogy, logit --------------------------------------------------------------------
@@ -173,8 +163,8 @@ Tensor mlu_sign(const Tensor& self) {
   // NaN compares false both ways: sign(nan) = 0, as torch gives.
   return program("aten::sign", {self}, "cast_like(sub(cast_like(gt($0, 0), $0), cast_like(lt($0, 0), $0)), $0)");
 }
-Tensor& mlu_sign_out(const Tensor& self, Tensor& out) { return into(out, mlu_sign(self)); }
-Tensor& mlu_sign_(Tensor& self) { return into(self, mlu_sign(self)); }
+Tensor& mlu_sign_out(const Tensor& self, Tensor& out) { return write_out(mlu_sign(self), out, "aten::sign"); }
+Tensor& mlu_sign_(Tensor& self) { return write_out(mlu_sign(self), self, "aten::sign"); }
 
 Tensor mlu_isnan(const Tensor& self) { return program("aten::isnan", {self}, "ne($0, $0)"); }
 
@@ -190,11 +180,11 @@ Tensor mlu_nan_to_num(const Tensor& self, std::optional<double> nan, std::option
 }
 Tensor& mlu_nan_to_num_out(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                            std::optional<double> neginf, Tensor& out) {
-  return into(out, mlu_nan_to_num(self, nan, posinf, neginf));
+  return write_out(mlu_nan_to_num(self, nan, posinf, neginf), out, "aten::nan_to_num");
 }
 Tensor& mlu_nan_to_num_(Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                         std::optional<double> neginf) {
-  return into(self, mlu_nan_to_num(self, nan, posinf, neginf));
+  return write_out(mlu_nan_to_num(self, nan, posinf, neginf), self, "aten::nan_to_num");
 }
 
 Tensor mlu_xlogy(const Tensor& self, const Tensor& other) {
@@ -202,7 +192,7 @@ Tensor mlu_xlogy(const Tensor& self, const Tensor& other) {
   return program("aten::xlogy", {self, other},
                  "p = mul($0, log($1)); where(ne($1, $1), add(p, $1), where(eq($0, 0), 0.0, p))");
 }
-Tensor& mlu_xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_xlogy(self, other)); }
+Tensor& mlu_xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_xlogy(self, other), out, "aten::xlogy"); }
 
 std::string clamped_text(std::optional<double> eps) {
   if (!eps) return "$0";
@@ -211,7 +201,7 @@ std::string clamped_text(std::optional<double> eps) {
 Tensor mlu_logit(const Tensor& self, std::optional<double> eps) {
   return program("aten::logit", {self}, "z = " + clamped_text(eps) + "; log(div(z, sub(1.0, z)))");
 }
-Tensor& mlu_logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) { return into(out, mlu_logit(self, eps)); }
+Tensor& mlu_logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) { return write_out(mlu_logit(self, eps), out, "aten::logit"); }
 Tensor mlu_logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps) {
   const std::string d = "div($0, mul($1, sub(1.0, $1)))";
   // Without eps torch gives NaN outside [0, 1]; with it, 0 outside [eps, 1 - eps].
@@ -221,7 +211,7 @@ Tensor mlu_logit_backward(const Tensor& grad, const Tensor& self, std::optional<
                      "))");
 }
 Tensor& mlu_logit_backward_out(const Tensor& grad, const Tensor& self, std::optional<double> eps, Tensor& gi) {
-  return into(gi, mlu_logit_backward(grad, self, eps));
+  return write_out(mlu_logit_backward(grad, self, eps), gi, "aten::logit_backward");
 }
 
 // ---- rounding, exponentials, hyperbolics -----------------------------------------------------------------
@@ -230,15 +220,15 @@ Tensor& mlu_logit_backward_out(const Tensor& grad, const Tensor& self, std::opti
 // A float result keeps the input's dtype (the programs cast back where they go through int32).
 #define MLUSIM_UNARY_PROGRAM(fn, aten_name, text)                                                 \
   Tensor mlu_##fn(const Tensor& self) { return program("aten::" aten_name, {self}, text); }    \
-  Tensor& mlu_##fn##_out(const Tensor& self, Tensor& out) { return into(out, mlu_##fn(self)); } \
-  Tensor& mlu_##fn##_(Tensor& self) { return into(self, mlu_##fn(self)); }
+  Tensor& mlu_##fn##_out(const Tensor& self, Tensor& out) { return write_out(mlu_##fn(self), out, "aten::" aten_name); } \
+  Tensor& mlu_##fn##_(Tensor& self) { return write_out(mlu_##fn(self), self, "aten::" aten_name); }
 
 // Rounding: the program's cast to int32 truncates (torch's float->int conversion), exact while |x|
 // is below the dtype's first integer-only magnitude (fp32 2^23, fp16 2^10), beyond which every
 // value is already an integer and passes through (as do NaN and inf).
+std::string integer_limit(const Tensor& self) { return self.scalar_type() == at::kHalf ? "1024.0" : "8388608.0"; }
 std::string trunc_of(const std::string& x, const Tensor& self) {
-  const std::string limit = self.scalar_type() == at::kHalf ? "1024.0" : "8388608.0";
-  return "where(lt(abs(" + x + "), " + limit + "), cast_like(cast(" + x + ", i32), " + x + "), " + x + ")";
+  return "where(lt(abs(" + x + "), " + integer_limit(self) + "), cast_like(cast(" + x + ", i32), " + x + "), " + x + ")";
 }
 MLUSIM_UNARY_PROGRAM(trunc, "trunc", trunc_of("$0", self))
 MLUSIM_UNARY_PROGRAM(floor, "floor", "t = " + trunc_of("$0", self) + "; sub(t, cast_like(gt(t, $0), $0))")
@@ -250,7 +240,7 @@ MLUSIM_UNARY_PROGRAM(round, "round",
                      "h = add($0, 0.5); ht = " + trunc_of("h", self) + "; f = sub(ht, cast_like(gt(ht, h), h)); "
                      "q = mul(f, 0.5); odd = ne(q, " + trunc_of("q", self) + "); "
                      "r = where(logical_and(eq(sub(f, $0), 0.5), odd), sub(f, 1.0), f); "
-                     "where(lt(abs($0), " + (self.scalar_type() == at::kHalf ? std::string("1024.0") : std::string("8388608.0")) + "), r, $0)")
+                     "where(lt(abs($0), " + integer_limit(self) + "), r, $0)")
 
 MLUSIM_UNARY_PROGRAM(exp2, "exp2", "exp(mul($0, 0.69314718055994531))")
 MLUSIM_UNARY_PROGRAM(log2, "log2", "mul(log($0), 1.4426950408889634)")
@@ -282,15 +272,15 @@ MLUSIM_UNARY_PROGRAM(atanh, "atanh",
 Tensor mlu_hypot(const Tensor& self, const Tensor& other) {
   return program("aten::hypot", {self, other}, "sqrt(add(mul($0, $0), mul($1, $1)))");
 }
-Tensor& mlu_hypot_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_hypot(self, other)); }
-Tensor& mlu_hypot_(Tensor& self, const Tensor& other) { return into(self, mlu_hypot(self, other)); }
+Tensor& mlu_hypot_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_hypot(self, other), out, "aten::hypot"); }
+Tensor& mlu_hypot_(Tensor& self, const Tensor& other) { return write_out(mlu_hypot(self, other), self, "aten::hypot"); }
 
 Tensor mlu_heaviside(const Tensor& self, const Tensor& values) {
   return program("aten::heaviside", {self, values},
                  "cast_like(where(eq($0, 0), $1, cast_like(gt($0, 0), $1)), $0)");
 }
 Tensor& mlu_heaviside_out(const Tensor& self, const Tensor& values, Tensor& out) {
-  return into(out, mlu_heaviside(self, values));
+  return write_out(mlu_heaviside(self, values), out, "aten::heaviside");
 }
 
 // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)); the buffer CPU kernels pass to the backward is
@@ -303,7 +293,7 @@ std::tuple<Tensor, Tensor> mlu_log_sigmoid_forward(const Tensor& self) {
   return {out, at::empty({0}, self.options())};
 }
 std::tuple<Tensor&, Tensor&> mlu_log_sigmoid_forward_out(const Tensor& self, Tensor& output, Tensor& buffer) {
-  into(output, std::get<0>(mlu_log_sigmoid_forward(self)));
+  write_out(std::get<0>(mlu_log_sigmoid_forward(self)), output, "aten::log_sigmoid_forward");
   buffer.resize_({0});
   return {output, buffer};
 }
@@ -311,7 +301,7 @@ Tensor mlu_log_sigmoid_backward(const Tensor& grad, const Tensor& self, const Te
   return program("aten::log_sigmoid_backward", {grad, self}, "mul($0, sigmoid(neg($1)))");
 }
 Tensor& mlu_log_sigmoid_backward_out(const Tensor& grad, const Tensor& self, const Tensor& buffer, Tensor& gi) {
-  return into(gi, mlu_log_sigmoid_backward(grad, self, buffer));
+  return write_out(mlu_log_sigmoid_backward(grad, self, buffer), gi, "aten::log_sigmoid_backward");
 }
 
 // ---- threshold, glu, fmax/fmin, copysign/signbit, erf, bitwise_not, logaddexp -----------------------------
@@ -321,19 +311,19 @@ Tensor mlu_threshold(const Tensor& self, const c10::Scalar& threshold, const c10
                  "cast_like(where(le($0, " + lit(threshold) + "), " + lit(value) + ", $0), $0)");  // NaN passes
 }
 Tensor& mlu_threshold_out(const Tensor& self, const c10::Scalar& threshold, const c10::Scalar& value, Tensor& out) {
-  return into(out, mlu_threshold(self, threshold, value));
+  return write_out(mlu_threshold(self, threshold, value), out, "aten::threshold");
 }
 
 // glu(x, dim) = a sigmoid(b) for the two halves of x along dim (views: no copy).
 Tensor mlu_glu(const Tensor& self, int64_t dim) {
-  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  const int64_t d = wrap_dim(dim, self.dim(), "aten::glu");
   TORCH_CHECK(self.size(d) % 2 == 0, "aten::glu: halving dimension ", dim, " of size ", self.size(d), " is not even");
   const int64_t h = self.size(d) / 2;
   return program("aten::glu", {self.narrow(d, 0, h), self.narrow(d, h, h)}, "mul($0, sigmoid($1))");
 }
-Tensor& mlu_glu_out(const Tensor& self, int64_t dim, Tensor& out) { return into(out, mlu_glu(self, dim)); }
+Tensor& mlu_glu_out(const Tensor& self, int64_t dim, Tensor& out) { return write_out(mlu_glu(self, dim), out, "aten::glu"); }
 Tensor mlu_glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
-  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  const int64_t d = wrap_dim(dim, self.dim(), "aten::glu_backward");
   const int64_t h = self.size(d) / 2;
   const Tensor a = self.narrow(d, 0, h), b = self.narrow(d, h, h);
   // d/da = sigmoid(b); d/db = a sigmoid(b) (1 - sigmoid(b))
@@ -342,18 +332,18 @@ Tensor mlu_glu_backward(const Tensor& grad, const Tensor& self, int64_t dim) {
   return at::cat({ga, gb}, d);
 }
 Tensor& mlu_glu_backward_out(const Tensor& grad, const Tensor& self, int64_t dim, Tensor& gi) {
-  return into(gi, mlu_glu_backward(grad, self, dim));
+  return write_out(mlu_glu_backward(grad, self, dim), gi, "aten::glu_backward");
 }
 
 // fmax / fmin: maximum / minimum that ignore a NaN operand (NaN only when both are).
 Tensor mlu_fmax(const Tensor& self, const Tensor& other) {
   return program("aten::fmax", {self, other}, "where(ne($0, $0), $1, where(ne($1, $1), $0, maximum($0, $1)))");
 }
-Tensor& mlu_fmax_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_fmax(self, other)); }
+Tensor& mlu_fmax_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_fmax(self, other), out, "aten::fmax"); }
 Tensor mlu_fmin(const Tensor& self, const Tensor& other) {
   return program("aten::fmin", {self, other}, "where(ne($0, $0), $1, where(ne($1, $1), $0, minimum($0, $1)))");
 }
-Tensor& mlu_fmin_out(const Tensor& self, const Tensor& other, Tensor& out) { return into(out, mlu_fmin(self, other)); }
+Tensor& mlu_fmin_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_fmin(self, other), out, "aten::fmin"); }
 
 // The sign bit of x: x < 0, or x == -0.0 (1 / -0.0 = -inf). A NaN's sign bit is not visible to
 // comparisons: it counts as clear.
@@ -361,12 +351,12 @@ std::string signbit_text(const std::string& x) {
   return "logical_or(lt(" + x + ", 0.0), logical_and(eq(" + x + ", 0.0), lt(div(1.0, " + x + "), 0.0)))";
 }
 Tensor mlu_signbit(const Tensor& self) { return program("aten::signbit", {self}, signbit_text("$0")); }
-Tensor& mlu_signbit_out(const Tensor& self, Tensor& out) { return into(out, mlu_signbit(self)); }
+Tensor& mlu_signbit_out(const Tensor& self, Tensor& out) { return write_out(mlu_signbit(self), out, "aten::signbit"); }
 Tensor mlu_copysign(const Tensor& self, const Tensor& other) {
   return program("aten::copysign", {self, other}, "a = abs($0); where(" + signbit_text("$1") + ", neg(a), a)");
 }
 Tensor& mlu_copysign_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  return into(out, mlu_copysign(self, other));
+  return write_out(mlu_copysign(self, other), out, "aten::copysign");
 }
 
 // erf by Abramowitz & Stegun 7.1.26: 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p |x|),
@@ -378,8 +368,8 @@ Tensor mlu_erf(const Tensor& self) {
                  "mul(t, add(-1.453152027, mul(t, 1.061405429))))))))), exp(neg(mul(a, a))))); "
                  "where(lt($0, 0.0), neg(y), y)");
 }
-Tensor& mlu_erf_out(const Tensor& self, Tensor& out) { return into(out, mlu_erf(self)); }
-Tensor& mlu_erf_(Tensor& self) { return into(self, mlu_erf(self)); }
+Tensor& mlu_erf_out(const Tensor& self, Tensor& out) { return write_out(mlu_erf(self), out, "aten::erf"); }
+Tensor& mlu_erf_(Tensor& self) { return write_out(mlu_erf(self), self, "aten::erf"); }
 
 // ~x: logical not for bool, -x - 1 in two's complement for integers.
 Tensor mlu_bitwise_not(const Tensor& self) {
@@ -388,7 +378,7 @@ Tensor mlu_bitwise_not(const Tensor& self) {
   if (self.scalar_type() == at::kBool) return program("aten::bitwise_not", {self}, "logical_not($0)");
   return program("aten::bitwise_not", {self}, "cast_like(sub(neg($0), 1), $0)");
 }
-Tensor& mlu_bitwise_not_out(const Tensor& self, Tensor& out) { return into(out, mlu_bitwise_not(self)); }
+Tensor& mlu_bitwise_not_out(const Tensor& self, Tensor& out) { return write_out(mlu_bitwise_not(self), out, "aten::bitwise_not"); }
 
 // log(e^a + e^b) = max + log1p(e^-|a - b|); equal operands (also both +-inf) give a + log 2.
 Tensor mlu_logaddexp(const Tensor& self, const Tensor& other) {
@@ -396,7 +386,7 @@ Tensor mlu_logaddexp(const Tensor& self, const Tensor& other) {
                  "where(eq($0, $1), add($0, 0.69314718055994531), add(maximum($0, $1), log(add(exp(neg(abs(sub($0, $1)))), 1.0))))");
 }
 Tensor& mlu_logaddexp_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  return into(out, mlu_logaddexp(self, other));
+  return write_out(mlu_logaddexp(self, other), out, "aten::logaddexp");
 }
 Tensor mlu_logaddexp2(const Tensor& self, const Tensor& other) {
   return program("aten::logaddexp2", {self, other},
@@ -404,7 +394,7 @@ Tensor mlu_logaddexp2(const Tensor& self, const Tensor& other) {
                  "0.69314718055994531)), 1.0)), 1.4426950408889634)))");
 }
 Tensor& mlu_logaddexp2_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  return into(out, mlu_logaddexp2(self, other));
+  return write_out(mlu_logaddexp2(self, other), out, "aten::logaddexp2");
 }
 
 // ---- losses --------------------------------------------------------------------------------------------------
@@ -427,7 +417,7 @@ Tensor mlu_mse_loss(const Tensor& self, const Tensor& target, int64_t reduction)
   return reduce(program("aten::mse_loss", {self, target}, "d = sub($0, $1); mul(d, d)"), reduction);
 }
 Tensor& mlu_mse_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
-  return into(out, mlu_mse_loss(self, target, reduction));
+  return write_out(mlu_mse_loss(self, target, reduction), out, "aten::mse_loss");
 }
 Tensor mlu_mse_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction) {
   return program("aten::mse_loss_backward", {grad, self, target},
@@ -435,7 +425,7 @@ Tensor mlu_mse_loss_backward(const Tensor& grad, const Tensor& self, const Tenso
 }
 Tensor& mlu_mse_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                                   Tensor& grad_input) {
-  return into(grad_input, mlu_mse_loss_backward(grad, self, target, reduction));
+  return write_out(mlu_mse_loss_backward(grad, self, target, reduction), grad_input, "aten::mse_loss_backward");
 }
 
 Tensor mlu_smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
@@ -446,7 +436,7 @@ Tensor mlu_smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t redu
                 reduction);
 }
 Tensor& mlu_smooth_l1_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double beta, Tensor& out) {
-  return into(out, mlu_smooth_l1_loss(self, target, reduction, beta));
+  return write_out(mlu_smooth_l1_loss(self, target, reduction, beta), out, "aten::smooth_l1_loss");
 }
 Tensor mlu_smooth_l1_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                                    double beta) {
@@ -459,7 +449,7 @@ Tensor mlu_smooth_l1_loss_backward(const Tensor& grad, const Tensor& self, const
 }
 Tensor& mlu_smooth_l1_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target,
                                         int64_t reduction, double beta, Tensor& grad_input) {
-  return into(grad_input, mlu_smooth_l1_loss_backward(grad, self, target, reduction, beta));
+  return write_out(mlu_smooth_l1_loss_backward(grad, self, target, reduction, beta), grad_input, "aten::smooth_l1_loss_backward");
 }
 
 Tensor mlu_huber_loss(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
@@ -469,7 +459,7 @@ Tensor mlu_huber_loss(const Tensor& self, const Tensor& target, int64_t reductio
                 reduction);
 }
 Tensor& mlu_huber_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, double delta, Tensor& out) {
-  return into(out, mlu_huber_loss(self, target, reduction, delta));
+  return write_out(mlu_huber_loss(self, target, reduction, delta), out, "aten::huber_loss");
 }
 Tensor mlu_huber_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                                double delta) {
@@ -480,7 +470,7 @@ Tensor mlu_huber_loss_backward(const Tensor& grad, const Tensor& self, const Ten
 }
 Tensor& mlu_huber_loss_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target, int64_t reduction,
                                     double delta, Tensor& grad_input) {
-  return into(grad_input, mlu_huber_loss_backward(grad, self, target, reduction, delta));
+  return write_out(mlu_huber_loss_backward(grad, self, target, reduction, delta), grad_input, "aten::huber_loss_backward");
 }
 
 }  // namespace
