@@ -6,6 +6,7 @@
 // Events come from the allocator's sink (with its lock held): gathering a stack there is what
 // CUDA's allocator does too (CapturedTraceback::gather only records code pointers; symbolizing
 // happens later, in memory_history(), with the GIL held). Times are simulated host time.
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -29,7 +30,9 @@ struct Recorded {
 
 struct History {
   std::mutex mu;
-  bool enabled = false;
+  // Read without `mu` first: the sink runs on every allocation, recording or not (as the trace
+  // recorder's flag).
+  std::atomic<bool> enabled{false};
   bool stacks = false;
   std::size_t max_entries = 0;
   std::map<int, std::deque<Recorded>> traces;                              // per device
@@ -71,8 +74,9 @@ std::vector<MemoryFrame> frames_of(const torch::SymbolizedTracebacks& s, std::si
 
 void memory_history_add(const AllocatorEvent& event) {
   History& h = history();
+  if (!h.enabled.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(h.mu);
-  if (!h.enabled) return;
+  if (!h.enabled.load(std::memory_order_relaxed)) return;
   Recorded r;
   r.entry.addr = event.address;
   r.entry.size = event.size;
