@@ -87,6 +87,12 @@ cnrtRet_t mlusimTraceEnd(void);
  * cnrtErrorArgsInvalid: path is NULL or empty. cnrtErrorSys: the file cannot be written. */
 cnrtRet_t mlusimTraceWrite(const char *path);
 
+/* The device a queue belongs to (NULL: the calling thread's current device, whose default queue
+ * NULL names). No host time. For libraries that must check a queue against a device (CNCL).
+ * cnrtErrorArgsInvalid: device is NULL. cnrtErrorInvalidResourceHandle: queue is not a live queue.
+ * Thread safety: any thread. */
+cnrtRet_t mlusimQueueGetDevice(cnrtQueue_t queue, int *device);
+
 /* ---- statistics ----------------------------------------------------------------------------- */
 
 #define MLUSIM_MEM_LEVEL_COUNT 5 /* indices: 0 host, 1 GDRAM, 2 SRAM, 3 NRAM, 4 WRAM */
@@ -291,6 +297,16 @@ sim::HardwareConfig loaded_config();
 // cnrtErrorInvalidKernel; ArgsInvalid for an empty body or name).
 cnrtRet_t invoke_kernel_body(const std::string& name, std::function<void()> body, cnrtDim3_t dim,
                              cnrtFunctionType_t type, cnrtQueue_t queue);
+
+// Runs `issue` (which makes cnrt calls on this thread) as one batch of host work: the calls inside
+// cost no host time of their own (host.api_call_ns, host.launch_overhead_ns are waived), and the
+// batch then advances this thread's clock by `launches` x host.launch_overhead_ns. For libraries
+// that express one device-side program as many driver operations (CNCL's collectives: peer
+// copies, reduction kernels and notifiers for what the real library launches as one kernel per
+// rank), so the host pays what launching that program costs, not one API call per step.
+// Batches nest (only the outermost charges). Returns what `issue` returns; an exception from
+// `issue` propagates after the batch flag is restored. Thread safety: any thread (per-thread state).
+cnrtRet_t run_as_batch(unsigned launches, const std::function<cnrtRet_t()>& issue);
 
 }  // namespace mlusim::driver
 

@@ -292,6 +292,18 @@ cnrtRet_t mlusimGetStatsJson(int device, char* buf, size_t size, size_t* needed)
   });
 }
 
+cnrtRet_t mlusimQueueGetDevice(cnrtQueue_t queue, int* device) {
+  return api_call(HostCost::kNone, [&](Runtime& rt, HostThread& t) {
+    if (device == nullptr) return t.fail(cnrtErrorArgsInvalid, "mlusimQueueGetDevice: device is NULL");
+    std::lock_guard<std::mutex> lk(rt.mu);
+    if (rt.device_count() == 0) return t.fail(cnrtErrorNoDevice, "mlusimQueueGetDevice: no simulated device");
+    const QueuePtr q = rt.find_queue(queue, t);
+    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, "mlusimQueueGetDevice: queue " + hex_address(queue) + " is not a live queue");
+    *device = q->device;
+    return cnrtSuccess;
+  });
+}
+
 cnrtRet_t mlusimSetLaunchTag(const char* tag) {
   // Per-thread state only: no runtime lock, no simulated host time.
   std::string& t = this_thread().launch_tag;
@@ -364,6 +376,26 @@ sim::HardwareConfig loaded_config() {
   });
   if (r != cnrtSuccess) throw std::runtime_error(std::string("mlusim runtime: ") + cnrtGetErrorStr(r));
   return out;
+}
+
+cnrtRet_t run_as_batch(unsigned launches, const std::function<cnrtRet_t()>& issue) {
+  HostThread& t = this_thread();
+  const bool outer = !t.batched;
+  t.batched = true;
+  cnrtRet_t r = cnrtSuccess;
+  try {
+    r = issue();
+  } catch (...) {
+    t.batched = !outer;
+    throw;
+  }
+  t.batched = !outer;
+  if (!outer || launches == 0) return r;
+  const cnrtRet_t charged = api_call(HostCost::kNone, [&](Runtime& rt, HostThread& th) {
+    for (unsigned i = 0; i < launches; ++i) th.clock = sim::add_ps(th.clock, rt.launch_cost(), "host clock after a batch");
+    return cnrtSuccess;
+  });
+  return r != cnrtSuccess ? r : charged;
 }
 
 }  // namespace mlusim::driver

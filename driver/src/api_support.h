@@ -32,6 +32,7 @@ cnrtRet_t api_call(HostCost cost, Body&& body) {
   cnrtRet_t ret = cnrtSuccess;
   try {
     rt->adopt(t);
+    if (t.batched) cost = HostCost::kNone;  // run_as_batch charges the whole batch itself
     if (cost == HostCost::kApiCall) t.clock = sim::add_ps(t.clock, rt->api_cost(), "host clock after an API call");
     if (cost == HostCost::kLaunch) t.clock = sim::add_ps(t.clock, rt->launch_cost(), "host clock after a launch");
     ret = body(*rt, t);

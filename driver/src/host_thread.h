@@ -27,6 +27,9 @@ struct HostThread {
   std::string launch_tag;  // mlusimSetLaunchTag: copied into the kernels this thread launches
   std::vector<std::uint64_t> correlation_ids;  // mlusimPushCorrelationId stack; work carries back()
   std::uint64_t os_thread_id = 0;              // gettid(), for activity records
+  // Inside run_as_batch (mlusim_ext.h): the cnrt calls a library makes for one device-side program
+  // cost no host time of their own; the batch charges its launches once at the end.
+  bool batched = false;
 
   // Records a failure and returns `code`, so validation reads `return t.fail(code, "...")`.
   cnrtRet_t fail(cnrtRet_t code, std::string text) {
