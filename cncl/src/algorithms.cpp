@@ -25,47 +25,82 @@ int log2_ceil(int n) {
   return l;
 }
 
-// Ring reduce-scatter on work buffers `w` (element offsets by chunk of `count`), slots at
-// scratch + slot * slot_bytes. Returns per rank the last step of the phase.
-void ring_reduce_scatter(Plan& p, std::size_t count, const std::vector<std::uint64_t>& w,
-                         const std::vector<std::uint64_t>& slots, std::size_t slot_bytes) {
+// Ring reduce-scatter on work buffers `w` (byte addresses of each rank's n chunks of `count`
+// elements), each chunk cut into `slices` pieces that pipeline: rank r's send lane forwards piece
+// j of step s as soon as its lane 0 has reduced piece j of step s-1, while lane 0 reduces the
+// next piece. Piece (s, j) is item i = s * slices + j; it lands in the receiver's scratch slot
+// i % (2 * slices) (`slots` + slot * slot_bytes), free again once the receiver reduced item
+// i - 2 * slices. `ready[r]`: the step after which rank r's W holds its input. Returns per rank
+// the reduction steps, by item.
+std::vector<std::vector<std::size_t>> ring_reduce_scatter(Plan& p, std::size_t count, const std::vector<std::uint64_t>& w,
+                                                          const std::vector<std::uint64_t>& slots, std::size_t slot_bytes,
+                                                          std::size_t slices, const std::vector<std::size_t>& ready) {
   const int n = p.ranks();
-  const std::size_t e = p.elem_bytes();
-  std::vector<std::vector<std::size_t>> reduce_at(static_cast<std::size_t>(n));  // [rank][step]
+  const std::size_t e = p.elem_bytes(), nslots = 2 * slices;
+  std::vector<std::vector<std::size_t>> reduced(static_cast<std::size_t>(n));  // [rank][item]
   for (int s = 0; s + 1 < n; ++s) {
-    for (int r = 0; r < n; ++r) {
-      const int to = mod(r + 1, n), k = mod(r - s - 1, n);
-      const Span c = chunk(count, n, k);
-      const std::uint64_t slot = slots[static_cast<std::size_t>(to)] + static_cast<std::uint64_t>(s % 2) * slot_bytes;
-      std::vector<std::size_t> deps;
-      if (s >= 2) deps.push_back(reduce_at[static_cast<std::size_t>(to)][static_cast<std::size_t>(s - 2)]);
-      const std::size_t cp = p.copy(r, to, slot, w[static_cast<std::size_t>(r)] + c.begin * e, c.size, deps);
-      // The receiver's reduction is generated right away: its queue order is copy(s), reduce(s).
-      reduce_at[static_cast<std::size_t>(to)].push_back(p.reduce(to, w[static_cast<std::size_t>(to)] + c.begin * e, slot, c.size, {cp}));
+    for (std::size_t j = 0; j < slices; ++j) {
+      const std::size_t item = static_cast<std::size_t>(s) * slices + j;
+      std::vector<std::size_t> copies(static_cast<std::size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        const int to = mod(r + 1, n);
+        const Span c = chunk(count, n, mod(r - s - 1, n));
+        const Span piece = chunk(c.size, static_cast<int>(slices), static_cast<int>(j));
+        const std::uint64_t slot = slots[static_cast<std::size_t>(to)] + (item % nslots) * slot_bytes;
+        std::vector<std::size_t> deps;
+        // The piece was reduced by this rank at step s-1 (or is its input at step 0).
+        deps.push_back(s == 0 ? ready[static_cast<std::size_t>(r)] : reduced[static_cast<std::size_t>(r)][item - slices]);
+        if (item >= nslots) deps.push_back(reduced[static_cast<std::size_t>(to)][item - nslots]);  // slot free
+        copies[static_cast<std::size_t>(r)] =
+            p.copy(r, to, slot, w[static_cast<std::size_t>(r)] + (c.begin + piece.begin) * e, piece.size, deps);
+      }
+      for (int r = 0; r < n; ++r) {
+        const int to = mod(r + 1, n);
+        const Span c = chunk(count, n, mod(r - s - 1, n));
+        const Span piece = chunk(c.size, static_cast<int>(slices), static_cast<int>(j));
+        const std::uint64_t slot = slots[static_cast<std::size_t>(to)] + (item % nslots) * slot_bytes;
+        reduced[static_cast<std::size_t>(to)].push_back(p.reduce(to, w[static_cast<std::size_t>(to)] + (c.begin + piece.begin) * e,
+                                                                 slot, piece.size, {copies[static_cast<std::size_t>(r)]}));
+      }
     }
   }
+  return reduced;
 }
 
-// Ring all-gather of chunk r from every rank r into every rank's `w`.
-void ring_all_gather(Plan& p, std::size_t count, const std::vector<std::uint64_t>& w) {
+// Ring all-gather of chunk r from every rank r into every rank's `w`. `own[r]`: the step after
+// which rank r's chunk r is final. A rank's first send into r+1 waits for r+1's earlier work on
+// both lanes (`busy[r+1]` steps), so no chunk r+1 still reads or reduces is overwritten.
+void ring_all_gather(Plan& p, std::size_t count, const std::vector<std::uint64_t>& w, const std::vector<std::size_t>& own,
+                     const std::vector<std::vector<std::size_t>>& busy) {
   const int n = p.ranks();
   const std::size_t e = p.elem_bytes();
-  std::vector<std::size_t> ready(static_cast<std::size_t>(n));  // per rank: its step before the phase
-  for (int r = 0; r < n; ++r) ready[static_cast<std::size_t>(r)] = p.last_on(r);
   std::vector<std::size_t> prev(static_cast<std::size_t>(n));  // copy of the previous step, by sender
   for (int s = 0; s + 1 < n; ++s) {
     std::vector<std::size_t> now(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r) {
-      const int to = mod(r + 1, n), k = mod(r - s, n);
-      const Span c = chunk(count, n, k);
-      std::vector<std::size_t> deps{ready[static_cast<std::size_t>(to)]};
-      if (s > 0) deps.push_back(prev[static_cast<std::size_t>(mod(r - 1, n))]);  // chunk k arrived at r
+      const int to = mod(r + 1, n);
+      const Span c = chunk(count, n, mod(r - s, n));
+      std::vector<std::size_t> deps = busy[static_cast<std::size_t>(to)];
+      deps.push_back(s == 0 ? own[static_cast<std::size_t>(r)] : prev[static_cast<std::size_t>(mod(r - 1, n))]);
       const std::uint64_t off = c.begin * e;
       now[static_cast<std::size_t>(r)] =
           p.copy(r, to, w[static_cast<std::size_t>(to)] + off, w[static_cast<std::size_t>(r)] + off, c.size, deps);
     }
     prev = now;
   }
+}
+
+// Pieces per ring chunk: enough that a reduction overlaps the next piece's copy, each piece at
+// least kMinPieceBytes so per-kernel costs stay small, at most kMaxPieces.
+constexpr std::size_t kMinPieceBytes = 64 * 1024, kMaxPieces = 8;
+std::size_t ring_slices(std::size_t chunk_bytes) {
+  return std::clamp<std::size_t>(chunk_bytes / kMinPieceBytes, 1, kMaxPieces);
+}
+
+std::vector<std::size_t> lane0_tails(const Plan& p) {
+  std::vector<std::size_t> t;
+  for (int r = 0; r < p.ranks(); ++r) t.push_back(p.last_on(r));
+  return t;
 }
 
 void all_reduce_ring(Plan& p, const Collective& c, const std::vector<std::uint64_t>& scratch) {
@@ -76,8 +111,13 @@ void all_reduce_ring(Plan& p, const Collective& c, const std::vector<std::uint64
     w[static_cast<std::size_t>(r)] = b.recv;
     if (b.send != b.recv) p.copy(r, r, b.recv, b.send, c.count);
   }
-  ring_reduce_scatter(p, c.count, w, scratch, max_chunk(c.count, n) * p.elem_bytes());
-  ring_all_gather(p, c.count, w);
+  const std::size_t chunk_bytes = max_chunk(c.count, n) * p.elem_bytes();
+  const std::size_t slices = ring_slices(chunk_bytes);
+  const std::size_t slot_bytes = (max_chunk(c.count, n) + slices - 1) / slices * p.elem_bytes();
+  ring_reduce_scatter(p, c.count, w, scratch, slot_bytes, slices, lane0_tails(p));
+  std::vector<std::vector<std::size_t>> busy;
+  for (int r = 0; r < n; ++r) busy.push_back({p.last_on(r), p.last_sent(r)});
+  ring_all_gather(p, c.count, w, lane0_tails(p), busy);
   p.algorithm = "ring";
 }
 
@@ -92,7 +132,8 @@ void all_reduce_tree(Plan& p, const Collective& c, const std::vector<std::uint64
   for (int r = n - 1; r >= 1; --r) {  // leaves first: a rank sends after its children's reductions
     const int parent = (r - 1) / 2;
     const std::uint64_t slot = scratch[static_cast<std::size_t>(parent)] + static_cast<std::uint64_t>((r - 1) % 2) * bytes;
-    const std::size_t cp = p.copy(r, parent, slot, c.buffers[static_cast<std::size_t>(r)].recv, c.count);
+    // After this rank's init copy and its children's reductions (lane 0 so far).
+    const std::size_t cp = p.copy(r, parent, slot, c.buffers[static_cast<std::size_t>(r)].recv, c.count, {p.last_on(r)});
     up[static_cast<std::size_t>(r)] = cp;
     p.reduce(parent, c.buffers[static_cast<std::size_t>(parent)].recv, slot, c.count, {cp});
   }
@@ -100,7 +141,8 @@ void all_reduce_tree(Plan& p, const Collective& c, const std::vector<std::uint64
   for (int r = 1; r < n; ++r) {
     const int parent = (r - 1) / 2;
     std::vector<std::size_t> deps{up[static_cast<std::size_t>(r)]};  // r has sent its buffer up
-    if (parent > 0) deps.push_back(down[static_cast<std::size_t>(parent)]);
+    // The parent's result: its last reduction (the root) or the copy that brought it down.
+    deps.push_back(parent > 0 ? down[static_cast<std::size_t>(parent)] : p.last_on(0));
     down[static_cast<std::size_t>(r)] = p.copy(parent, r, c.buffers[static_cast<std::size_t>(r)].recv,
                                                c.buffers[static_cast<std::size_t>(parent)].recv, c.count, deps);
   }
@@ -118,8 +160,7 @@ void broadcast_chain(Plan& p, const Collective& c) {
     std::size_t arrived = 0;
     for (int h = 1; h < n; ++h) {
       const int from = mod(c.root + h - 1, n), to = mod(c.root + h, n);
-      std::vector<std::size_t> deps;
-      if (h > 1) deps.push_back(arrived);
+      std::vector<std::size_t> deps{h > 1 ? arrived : p.last_on(c.root)};
       const std::uint64_t off = sl.begin * e;
       arrived = p.copy(from, to, c.buffers[static_cast<std::size_t>(to)].recv + off,
                        c.buffers[static_cast<std::size_t>(from)].recv + off, sl.size, deps);
@@ -139,6 +180,7 @@ void reduce_chain(Plan& p, const Collective& c, const std::vector<std::uint64_t>
     acc[static_cast<std::size_t>(r)] = r == c.root ? b.recv : scratch[static_cast<std::size_t>(r)] + 2 * slot_bytes;
     if (acc[static_cast<std::size_t>(r)] != b.send) p.copy(r, r, acc[static_cast<std::size_t>(r)], b.send, c.count);
   }
+  const std::vector<std::size_t> init = lane0_tails(p);
   // Hop h sends from rank root+h to root+h-1; slices flow h = n-1 .. 1.
   std::vector<std::vector<std::size_t>> reduced(static_cast<std::size_t>(n));  // [rank][slice]
   for (int s = 0; s < n; ++s) {
@@ -148,6 +190,8 @@ void reduce_chain(Plan& p, const Collective& c, const std::vector<std::uint64_t>
       const std::uint64_t slot = slots[static_cast<std::size_t>(to)] + static_cast<std::uint64_t>(s % 2) * slot_bytes;
       std::vector<std::size_t> deps;
       if (s >= 2) deps.push_back(reduced[static_cast<std::size_t>(to)][static_cast<std::size_t>(s - 2)]);
+      // The slice as this rank has reduced it (the chain's far end: its input).
+      deps.push_back(h == n - 1 ? init[static_cast<std::size_t>(from)] : reduced[static_cast<std::size_t>(from)].back());
       const std::uint64_t off = sl.begin * e;
       const std::size_t cp = p.copy(from, to, slot, acc[static_cast<std::size_t>(from)] + off, sl.size, deps);
       reduced[static_cast<std::size_t>(to)].push_back(p.reduce(to, acc[static_cast<std::size_t>(to)] + off, slot, sl.size, {cp}));
@@ -166,20 +210,24 @@ void all_gather_ring(Plan& p, const Collective& c) {
     const std::uint64_t mine = b.recv + static_cast<std::uint64_t>(r) * c.count * e;
     if (b.send != mine) p.copy(r, r, mine, b.send, c.count);
   }
-  ring_all_gather(p, c.count * static_cast<std::size_t>(n), w);
+  std::vector<std::vector<std::size_t>> busy;
+  for (int r = 0; r < n; ++r) busy.push_back({p.last_on(r)});
+  ring_all_gather(p, c.count * static_cast<std::size_t>(n), w, lane0_tails(p), busy);
   p.algorithm = "ring";
 }
 
 void reduce_scatter_ring(Plan& p, const Collective& c, const std::vector<std::uint64_t>& scratch) {
   const int n = p.ranks();
   const std::size_t e = p.elem_bytes(), total = c.count * static_cast<std::size_t>(n);
+  const std::size_t slices = ring_slices(c.count * e), slot_bytes = (c.count + slices - 1) / slices * e;
+  // Scratch: 2 x slices slots, then the work copy W of the whole input.
   std::vector<std::uint64_t> w(static_cast<std::size_t>(n)), slots(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     slots[static_cast<std::size_t>(r)] = scratch[static_cast<std::size_t>(r)];
-    w[static_cast<std::size_t>(r)] = scratch[static_cast<std::size_t>(r)] + 2 * c.count * e;
+    w[static_cast<std::size_t>(r)] = scratch[static_cast<std::size_t>(r)] + 2 * slices * slot_bytes;
     p.copy(r, r, w[static_cast<std::size_t>(r)], c.buffers[static_cast<std::size_t>(r)].send, total);
   }
-  ring_reduce_scatter(p, total, w, slots, c.count * e);
+  ring_reduce_scatter(p, total, w, slots, slot_bytes, slices, lane0_tails(p));
   for (int r = 0; r < n; ++r)
     p.copy(r, r, c.buffers[static_cast<std::size_t>(r)].recv,
            w[static_cast<std::size_t>(r)] + static_cast<std::uint64_t>(r) * c.count * e, c.count);
@@ -226,10 +274,16 @@ std::size_t scratch_bytes(const Collective& c, int ranks, const LinkModel& link)
   if (ranks == 1) return 0;
   switch (c.kind) {
     case CollectiveKind::kAllReduce:
-      return ring_faster(ranks, static_cast<double>(c.count * e), link) ? 2 * max_chunk(c.count, ranks) * e
-                                                                        : 2 * c.count * e;
+      if (ring_faster(ranks, static_cast<double>(c.count * e), link)) {
+        const std::size_t slices = ring_slices(max_chunk(c.count, ranks) * e);
+        return 2 * slices * ((max_chunk(c.count, ranks) + slices - 1) / slices * e);
+      }
+      return 2 * c.count * e;
     case CollectiveKind::kReduce: return 2 * max_chunk(c.count, ranks) * e + c.count * e;
-    case CollectiveKind::kReduceScatter: return 2 * c.count * e + n * c.count * e;
+    case CollectiveKind::kReduceScatter: {
+      const std::size_t slices = ring_slices(c.count * e);
+      return 2 * slices * ((c.count + slices - 1) / slices * e) + n * c.count * e;
+    }
     default: return 0;
   }
 }

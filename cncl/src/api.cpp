@@ -213,7 +213,12 @@ cnclResult_t cnclInitComms(cnclComm_t* comms, int num_comm, const int* dev_list,
   } catch (const std::exception& e) {
     return fail(CNCL_RET_ERR_SYSTEM, std::string("cnclInitComms: ") + e.what());
   }
-  auto clique = std::make_shared<Clique>(devices, cfg.total_cores(), link_model(cfg));
+  std::shared_ptr<Clique> clique;
+  try {
+    clique = std::make_shared<Clique>(devices, cfg.total_cores(), link_model(cfg));
+  } catch (const std::runtime_error& e) {
+    return fail(CNCL_RET_ERR_SYSTEM, std::string("cnclInitComms: ") + e.what());
+  }
   if (!id.empty()) cliques_by_id()[id] = clique;
   for (int i = 0; i < num_comm; ++i) {
     auto* c = new cnclComm{clique, rank_list ? rank_list[i] : i};

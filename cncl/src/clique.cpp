@@ -1,5 +1,6 @@
 #include "clique.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "dtypes.h"
@@ -46,10 +47,19 @@ std::string mismatch(const CollectiveCall& a, const CollectiveCall& b) {
 Clique::Clique(std::vector<int> devices, std::uint32_t compute_cores, LinkModel link)
     : devices_(std::move(devices)), compute_cores_(compute_cores), link_(link), pending_(devices_.size()),
       alive_(devices_.size(), true), scratch_(devices_.size(), 0), scratch_bytes_(devices_.size(), 0) {
-  for (int d : devices_) pools_.push_back(std::make_unique<NotifierPool>(d));
+  for (int d : devices_) {
+    pools_.push_back(std::make_unique<NotifierPool>(d));
+    cnrtQueue_t q = nullptr;
+    if (cnrtRet_t e = on_device(d, [&] { return cnrtQueueCreate(&q); }); e != cnrtSuccess) {
+      for (cnrtQueue_t made : send_queues_) cnrtQueueDestroy(made);
+      throw std::runtime_error(std::string("cnrtQueueCreate on mlu") + std::to_string(d) + ": " + cnrtGetErrorName(e));
+    }
+    send_queues_.push_back(q);
+  }
 }
 
 Clique::~Clique() {
+  for (cnrtQueue_t q : send_queues_) cnrtQueueDestroy(q);
   for (std::uint64_t s : scratch_)
     if (s != 0) cnrtFree(ptr(s));
 }
@@ -58,6 +68,7 @@ RankQueues Clique::queues_for(const std::vector<cnrtQueue_t>& queues) {
   RankQueues rq;
   rq.devices = devices_;
   rq.queues = queues;
+  rq.send_queues = send_queues_;
   for (auto& p : pools_) rq.pools.push_back(p.get());
   rq.compute_cores = compute_cores_;
   return rq;

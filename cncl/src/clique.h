@@ -39,6 +39,7 @@ struct P2PCall {
 
 class Clique {
  public:
+  // Creates the per-rank send queues; throws std::runtime_error naming the cnrt error if that fails.
   Clique(std::vector<int> devices, std::uint32_t compute_cores, LinkModel link);
   ~Clique();
   Clique(const Clique&) = delete;
@@ -69,6 +70,7 @@ class Clique {
   std::vector<std::uint64_t> scratch_;
   std::vector<std::size_t> scratch_bytes_;
   std::vector<std::unique_ptr<NotifierPool>> pools_;
+  std::vector<cnrtQueue_t> send_queues_;  // per rank: lane 1 of every plan (plan.h)
 };
 
 }  // namespace mlusim::cncl

@@ -9,17 +9,6 @@ namespace mlusim::cncl {
 
 namespace {
 
-// Runs `body` with `device` as the calling thread's current device, then restores it.
-template <class Body>
-cnrtRet_t on_device(int device, Body&& body) {
-  int before = 0;
-  if (cnrtRet_t r = cnrtGetDevice(&before); r != cnrtSuccess) return r;
-  if (cnrtRet_t r = cnrtSetDevice(device); r != cnrtSuccess) return r;
-  const cnrtRet_t r = body();
-  cnrtSetDevice(before);
-  return r;
-}
-
 void* ptr(std::uint64_t a) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(a)); }
 
 }  // namespace
@@ -42,18 +31,19 @@ cnclResult_t NotifierPool::get(std::size_t i, cnrtNotifier_t* out) {
 cnclResult_t execute(const Plan& plan, const RankQueues& rq, const char* what) {
   const std::vector<Step>& steps = plan.steps();
   std::vector<bool> waited_on(steps.size(), false);
+  const auto same_lane = [&](const Step& a, const Step& b) { return a.rank == b.rank && a.lane == b.lane; };
   for (const Step& s : steps)
     for (std::size_t d : s.deps)
-      if (steps[d].rank != s.rank) waited_on[d] = true;
+      if (!same_lane(steps[d], s)) waited_on[d] = true;
   std::vector<cnrtNotifier_t> placed(steps.size(), nullptr);
   std::vector<std::size_t> used(rq.pools.size(), 0);
   const std::string name(what);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
     const auto r = static_cast<std::size_t>(s.rank);
-    cnrtQueue_t q = rq.queues[r];
+    cnrtQueue_t q = s.lane == 0 ? rq.queues[r] : rq.send_queues[r];
     for (std::size_t d : s.deps) {
-      if (steps[d].rank == s.rank) continue;
+      if (same_lane(steps[d], s)) continue;
       if (cnrtRet_t e = cnrtQueueWaitNotifier(placed[d], q, 0); e != cnrtSuccess)
         return fail_cnrt(name + ": cnrtQueueWaitNotifier on rank " + std::to_string(s.rank), e);
     }

@@ -1,6 +1,6 @@
 // Enqueues a plan (plan.h) on the ranks' queues.
 //
-// Steps are issued in plan order. A dependency on a step of another queue becomes a notifier
+// Steps are issued in plan order. A dependency on a step of another lane becomes a notifier
 // placed right after that step on its queue and a cnrtQueueWaitNotifier on the dependent step's
 // queue just before it; dependencies within a queue are its order. Copies within a device are
 // cnrtMemcpyAsync (DevToDev), across devices cnrtMemcpyPeerAsync on the sender's queue,
@@ -34,9 +34,21 @@ class NotifierPool {
   std::vector<cnrtNotifier_t> notifiers_;
 };
 
+// Runs `body` with `device` as the calling thread's current device, then restores it.
+template <class Body>
+cnrtRet_t on_device(int device, Body&& body) {
+  int before = 0;
+  if (cnrtRet_t r = cnrtGetDevice(&before); r != cnrtSuccess) return r;
+  if (cnrtRet_t r = cnrtSetDevice(device); r != cnrtSuccess) return r;
+  const cnrtRet_t r = body();
+  cnrtSetDevice(before);
+  return r;
+}
+
 struct RankQueues {
   std::vector<int> devices;           // per rank
-  std::vector<cnrtQueue_t> queues;    // per rank
+  std::vector<cnrtQueue_t> queues;    // per rank: lane 0, the caller's queue
+  std::vector<cnrtQueue_t> send_queues;  // per rank: lane 1, the library's send queue
   std::vector<NotifierPool*> pools;   // per rank
   std::uint32_t compute_cores = 1;    // per device (all devices share one config)
 };

@@ -19,9 +19,9 @@ constexpr double kLinkGbps = 50, kLinkLatencyNs = 200;
 
 class CnclTest : public ::testing::Test {
  public:
-  void start(int ranks) {
+  void start(int ranks, double link_gbps = kLinkGbps) {
     const std::string devices = "devices=" + std::to_string(ranks);
-    const std::string bw = "mlu_link.bandwidth_gbps=" + std::to_string(kLinkGbps);
+    const std::string bw = "mlu_link.bandwidth_gbps=" + std::to_string(link_gbps);
     const std::string lat = "mlu_link.latency_ns=" + std::to_string(kLinkLatencyNs);
     const char* ov[] = {devices.c_str(), bw.c_str(), lat.c_str()};
     ASSERT_EQ(mlusimLoadConfigWithOverrides("tiny", ov, 3), cnrtSuccess) << mlusimGetLastErrorMessage();
@@ -268,9 +268,14 @@ TEST_F(CnclTest, ErrorsNameWhatWasWrong) {
   check_all_reduce(*this, 2, 1000, false);
 }
 
-// Ring all-reduce of S bytes on n ranks is never faster than 2(n-1)/n x S / B (+ latencies).
+// Ring all-reduce of S bytes on n ranks is never faster than the analytic bound
+// 2(n-1) (a + S / (n B)) (a = link + DRAM latency), and close to it when the links, not DRAM,
+// limit: tiny's DRAM moves 64 GB/s and a ring step costs a rank 4 bytes of DRAM traffic per byte
+// sent (the reduction reads two and writes one, the send reads one), so links of 8 GB/s are the
+// bottleneck and the ring's copies and reductions must overlap to come near the bound.
 TEST_F(CnclTest, RingAllReduceTimeAgainstTheAnalyticBound) {
-  start(4);
+  const double link_gbps = 8;
+  start(4, link_gbps);
   const std::size_t count = 1u << 20;  // 4 MiB of fp32
   std::vector<void*> buf(4);
   for (int r = 0; r < 4; ++r) buf[static_cast<std::size_t>(r)] = alloc(r, count * 4);
@@ -283,14 +288,13 @@ TEST_F(CnclTest, RingAllReduceTimeAgainstTheAnalyticBound) {
               CNCL_RET_SUCCESS);
   sync_all();
   ASSERT_EQ(mlusimGetHostTime(&t1), cnrtSuccess);
-  const double bytes = count * 4.0;
-  const double bound_ns = 2.0 * 3 * (kLinkLatencyNs + bytes / 4 / kLinkGbps);
+  const double bytes = count * 4.0, dram_latency_ns = 100;
+  const double bound_ns = 2.0 * 3 * (kLinkLatencyNs + dram_latency_ns + bytes / 4 / link_gbps);
   const double took = t1 - t0;
-  RecordProperty("allreduce_ns", std::to_string(took));
-  RecordProperty("ring_bound_ns", std::to_string(bound_ns));
-  std::printf("4 MiB ring all-reduce on 4 ranks: %.1f us simulated, analytic bound %.1f us (ratio %.3f)\n", took / 1e3,
-              bound_ns / 1e3, took / bound_ns);
+  std::printf("4 MiB ring all-reduce on 4 ranks, %.0f GB/s links: %.1f us simulated, analytic bound %.1f us (ratio %.3f)\n",
+              link_gbps, took / 1e3, bound_ns / 1e3, took / bound_ns);
   EXPECT_GE(took, bound_ns);
+  EXPECT_LE(took, 1.25 * bound_ns) << "copies and reductions of the ring do not overlap";
 }
 
 }  // namespace
