@@ -223,6 +223,7 @@ from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, inject_kernel_fault, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from .compile import compile_compare, compiled_graphs, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
+from .precision import compare  # noqa: E402  (layer-by-layer precision against the CPU in float64)
 from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
 from . import _patches  # noqa: E402
 
@@ -243,7 +244,7 @@ torch.set_autocast_dtype(DEVICE_TYPE, torch.float16)
 
 __all__ = [
     "DEVICE_TYPE", "Event", "OutOfMemoryError", "amp", "is_current_stream_capturing", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
-    "caching_allocator_delete", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
+    "caching_allocator_delete", "compare", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
     "current_device", "current_queue", "current_stream", "cycle_report", "default_queue", "default_stream",
     "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "fuse",
     "fusion_compare", "fusion_report", "get_allocator_settings", "get_amp_supported_dtype",
