@@ -298,9 +298,10 @@ sim::HardwareConfig loaded_config();
 cnrtRet_t invoke_kernel_body(const std::string& name, std::function<void()> body, cnrtDim3_t dim,
                              cnrtFunctionType_t type, cnrtQueue_t queue);
 
-// Runs `issue` (which makes cnrt calls on this thread) as one batch of host work: the calls inside
-// cost no host time of their own (host.api_call_ns, host.launch_overhead_ns are waived), and the
-// batch then advances this thread's clock by `launches` x host.launch_overhead_ns. For libraries
+// Runs `issue` (which makes cnrt calls on this thread) as one batch of host work: the batch first
+// advances this thread's clock by `launches` x host.launch_overhead_ns (so the work it queues
+// starts after them, as a kernel starts after its launch), then the calls inside cost no host
+// time of their own (host.api_call_ns, host.launch_overhead_ns are waived). For libraries
 // that express one device-side program as many driver operations (CNCL's collectives: peer
 // copies, reduction kernels and notifiers for what the real library launches as one kernel per
 // rank), so the host pays what launching that program costs, not one API call per step.

@@ -381,6 +381,13 @@ sim::HardwareConfig loaded_config() {
 cnrtRet_t run_as_batch(unsigned launches, const std::function<cnrtRet_t()>& issue) {
   HostThread& t = this_thread();
   const bool outer = !t.batched;
+  if (outer && launches > 0) {  // the launches come first, as a launch's cost precedes its kernel
+    const cnrtRet_t charged = api_call(HostCost::kNone, [&](Runtime& rt, HostThread& th) {
+      for (unsigned i = 0; i < launches; ++i) th.clock = sim::add_ps(th.clock, rt.launch_cost(), "host clock after a batch");
+      return cnrtSuccess;
+    });
+    if (charged != cnrtSuccess) return charged;
+  }
   t.batched = true;
   cnrtRet_t r = cnrtSuccess;
   try {
@@ -390,12 +397,7 @@ cnrtRet_t run_as_batch(unsigned launches, const std::function<cnrtRet_t()>& issu
     throw;
   }
   t.batched = !outer;
-  if (!outer || launches == 0) return r;
-  const cnrtRet_t charged = api_call(HostCost::kNone, [&](Runtime& rt, HostThread& th) {
-    for (unsigned i = 0; i < launches; ++i) th.clock = sim::add_ps(th.clock, rt.launch_cost(), "host clock after a batch");
-    return cnrtSuccess;
-  });
-  return r != cnrtSuccess ? r : charged;
+  return r;
 }
 
 }  // namespace mlusim::driver

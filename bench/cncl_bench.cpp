@@ -1,0 +1,132 @@
+// CNCL all-reduce bus bandwidth against message size, and against the analytic ring bound.
+//
+// BM_AllReduce/<bytes>/<ranks>: one fp32 sum all-reduce of <bytes> per rank on <ranks> chips of
+// the mlu370-x8 preset (two chips per card; more chips with --set devices=N, every chip reaching
+// every other over its own 200 GB/s MLU-Link port), in timing-only mode (no arithmetic; data still
+// moves). Time = device time, from a notifier placed on rank 0's queue before the calls to the
+// last of the notifiers placed on every rank's queue after them (the host's launch cost, one
+// kernel launch per rank, is host time and not in it). Counters (nccl-tests' definitions):
+//   sim_us    the collective's simulated device time
+//   algbw     bytes / time (GB/s)
+//   busbw     algbw x 2(n-1)/n: what each link carried, comparable across rank counts
+//   bound_us  the ring's analytic time 2(n-1) (a + S/(nB)), a = link latency + DRAM latency,
+//             B = link bandwidth (the tree's 2 ceil(log2 n)(a + S/B) when that is smaller, which is
+//             what the library picks for small messages)
+//   of_bound  bound_us / sim_us: 1.0 = the analytic time; never above 1.
+//   dram_bound_us  the ring's time when each step also waits for the chip's DRAM: a
+//             reduce-scatter step moves 4 bytes of DRAM traffic per byte sent (the reduction
+//             reads two and writes one, the send reads one), an all-gather step 1:
+//             (n-1)(a + S/n max(1/B, 4/D)) + (n-1)(a + S/n max(1/B, 1/D)), D = dram.bandwidth_gbps
+//   of_dram_bound  dram_bound_us / sim_us
+//   algorithm the library's choice: 0 ring, 1 tree
+#include <benchmark/benchmark.h>
+#include <cncl.h>
+#include <cnrt.h>
+#include <mlusim_ext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "cncl_bench: %s\n", what.c_str());
+  std::abort();
+}
+void check(cnrtRet_t r, const char* what) {
+  if (r != cnrtSuccess) die(std::string(what) + ": " + cnrtGetErrorName(r) + " " + mlusimGetLastErrorMessage());
+}
+void check(cnclResult_t r, const char* what) {
+  if (r != CNCL_RET_SUCCESS) die(std::string(what) + ": " + cnclGetErrorStr(r) + " " + cnclGetLastErrorStr());
+}
+
+constexpr double kLinkGbps = 200, kLinkLatencyNs = 1000, kDramLatencyNs = 120, kDramGbps = 307.2;  // mlu370-x8.yaml
+
+void BM_AllReduce(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const int n = static_cast<int>(state.range(1));
+  const std::string devices = "devices=" + std::to_string(n);
+  const char* ov[] = {devices.c_str()};
+  check(mlusimLoadConfigWithOverrides("mlu370-x8", ov, 1), "load config");
+  check(mlusimSetTimingOnly(1), "timing-only");
+  const std::size_t count = std::max<std::size_t>(1, bytes / 4);
+  std::vector<void*> buf(static_cast<std::size_t>(n));
+  std::vector<cnrtQueue_t> q(static_cast<std::size_t>(n));
+  std::vector<int> devs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    devs[static_cast<std::size_t>(r)] = r;
+    check(cnrtSetDevice(r), "set device");
+    check(cnrtQueueCreate(&q[static_cast<std::size_t>(r)]), "queue");
+    check(cnrtMalloc(&buf[static_cast<std::size_t>(r)], count * 4), "malloc");
+  }
+  std::vector<cnclComm_t> comms(static_cast<std::size_t>(n));
+  check(cnclInitComms(comms.data(), n, devs.data(), nullptr, n, nullptr), "init comms");
+  const auto run = [&] {
+    check(cnclGroupStart(), "group start");
+    for (int r = 0; r < n; ++r)
+      check(cnclAllReduce(buf[static_cast<std::size_t>(r)], buf[static_cast<std::size_t>(r)], count, cnclFloat32, cnclSum,
+                          comms[static_cast<std::size_t>(r)], q[static_cast<std::size_t>(r)]),
+            "all-reduce");
+    check(cnclGroupEnd(), "group end");
+    for (cnrtQueue_t x : q) check(cnrtQueueSync(x), "sync");
+  };
+  run();  // warm-up: the library sizes its scratch buffers
+  std::vector<cnrtNotifier_t> start(static_cast<std::size_t>(n)), end(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    check(cnrtSetDevice(r), "set device");
+    check(cnrtNotifierCreate(&start[static_cast<std::size_t>(r)]), "notifier");
+    check(cnrtNotifierCreate(&end[static_cast<std::size_t>(r)]), "notifier");
+  }
+  check(cnrtSetDevice(0), "set device");
+  double sim_ns = 0;
+  for (auto _ : state) {
+    for (int r = 0; r < n; ++r) check(cnrtPlaceNotifier(start[static_cast<std::size_t>(r)], q[static_cast<std::size_t>(r)]), "place");
+    run();
+    for (int r = 0; r < n; ++r) check(cnrtPlaceNotifier(end[static_cast<std::size_t>(r)], q[static_cast<std::size_t>(r)]), "place");
+    for (int r = 0; r < n; ++r) check(cnrtQueueSync(q[static_cast<std::size_t>(r)]), "sync");
+    float longest_ms = 0;
+    for (int r = 0; r < n; ++r) {  // every rank from rank 0's start (all start at the same host time)
+      float ms = 0;
+      check(cnrtNotifierElapsedTime(start[0], end[static_cast<std::size_t>(r)], &ms), "elapsed");
+      longest_ms = std::max(longest_ms, ms);
+    }
+    sim_ns = static_cast<double>(longest_ms) * 1e6;
+  }
+  for (int r = 0; r < n; ++r) {
+    cnrtNotifierDestroy(start[static_cast<std::size_t>(r)]);
+    cnrtNotifierDestroy(end[static_cast<std::size_t>(r)]);
+  }
+  const double s = static_cast<double>(count * 4), a = kLinkLatencyNs + kDramLatencyNs;
+  const double ring = 2.0 * (n - 1) * (a + s / n / kLinkGbps);
+  const int lg = static_cast<int>(std::ceil(std::log2(n)));
+  const double tree = 2.0 * lg * (a + s / kLinkGbps);
+  state.counters["sim_us"] = sim_ns / 1e3;
+  state.counters["algbw"] = s / sim_ns;
+  state.counters["busbw"] = s / sim_ns * 2.0 * (n - 1) / n;
+  state.counters["bound_us"] = std::min(ring, tree) / 1e3;
+  state.counters["of_bound"] = std::min(ring, tree) / sim_ns;
+  state.counters["algorithm"] = tree < ring ? 1 : 0;
+  const double dram_ring = (n - 1) * (a + s / n * std::max(1 / kLinkGbps, 4 / kDramGbps)) +
+                           (n - 1) * (a + s / n * std::max(1 / kLinkGbps, 1 / kDramGbps));
+  state.counters["dram_bound_us"] = dram_ring / 1e3;
+  state.counters["of_dram_bound"] = dram_ring / sim_ns;
+  check(cnclDestroyComms(comms.data(), n), "destroy");
+  for (int r = 0; r < n; ++r) {
+    check(cnrtFree(buf[static_cast<std::size_t>(r)]), "free");
+    check(cnrtQueueDestroy(q[static_cast<std::size_t>(r)]), "queue destroy");
+  }
+  check(mlusimSetTimingOnly(0), "timing-only off");
+}
+BENCHMARK(BM_AllReduce)
+    ->ArgsProduct({benchmark::CreateRange(8, 256 << 20, 8), {2, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
