@@ -87,6 +87,23 @@ cnrtRet_t mlusimTraceEnd(void);
  * cnrtErrorArgsInvalid: path is NULL or empty. cnrtErrorSys: the file cannot be written. */
 cnrtRet_t mlusimTraceWrite(const char *path);
 
+/* Advances the calling thread's simulated host clock by `ns`: host work the simulator does not
+ * see (a transport waiting for another process, CPU compute). Inside a host function
+ * (cnrtInvokeHostFunc) the function's operation then completes that much later, so the work
+ * queued after it starts then. Thread safety: any thread (its own clock).
+ * cnrtErrorArgsInvalid: ns negative or not finite. cnrtErrorNotSupport: the clock would pass 2^64 ps. */
+cnrtRet_t mlusimHostAdvance(double ns);
+
+/* Copies `bytes` between host memory and one live device allocation of this process at once:
+ * no simulated time, no traffic in the statistics, ordered with no queue (the caller orders it,
+ * e.g. from a host function queued after the work that produced the data). For transports that
+ * model their own time: torch_mlu's "cncl" process group moves tensors between rank processes
+ * with it and charges the interconnect model's time instead. dir: cnrtMemcpyHostToDev or
+ * cnrtMemcpyDevToHost. Thread safety: any thread (runs on the simulation thread).
+ * cnrtErrorArgsInvalid: dst or src NULL, or the device range is not inside a live allocation.
+ * cnrtErrorMemcpyDirectionInvalid: another dir. bytes == 0: success. */
+cnrtRet_t mlusimMemcpyNoTime(void *dst, const void *src, size_t bytes, cnrtMemTransDir_t dir);
+
 /* The device a queue belongs to (NULL: the calling thread's current device, whose default queue
  * NULL names). No host time. For libraries that must check a queue against a device (CNCL).
  * cnrtErrorArgsInvalid: device is NULL. cnrtErrorInvalidResourceHandle: queue is not a live queue.

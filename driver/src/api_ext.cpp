@@ -1,4 +1,5 @@
 // Simulator extensions (mlusim_ext.h): configs, reset, modes, clocks, traces, statistics.
+#include <cmath>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -288,6 +289,41 @@ cnrtRet_t mlusimGetStatsJson(int device, char* buf, size_t size, size_t* needed)
     });
     if (needed != nullptr) *needed = text.size() + 1;
     if (size > 0) copy_string(text, buf, size);
+    return cnrtSuccess;
+  });
+}
+
+cnrtRet_t mlusimHostAdvance(double ns) {
+  return api_call(HostCost::kNone, [&](Runtime&, HostThread& t) {
+    if (!(ns >= 0) || !std::isfinite(ns))
+      return t.fail(cnrtErrorArgsInvalid, "mlusimHostAdvance: ns must be finite and >= 0, got " + std::to_string(ns));
+    t.clock = sim::add_ps(t.clock, sim::ceil_ps(ns * 1000.0, "mlusimHostAdvance ns"), "host clock after mlusimHostAdvance");
+    return cnrtSuccess;
+  });
+}
+
+cnrtRet_t mlusimMemcpyNoTime(void* dst, const void* src, size_t bytes, cnrtMemTransDir_t dir) {
+  return api_call(HostCost::kNone, [&](Runtime& rt, HostThread& t) {
+    const char* fn = "mlusimMemcpyNoTime";
+    if (bytes == 0) return cnrtSuccess;
+    if (dst == nullptr || src == nullptr) return t.fail(cnrtErrorArgsInvalid, std::string(fn) + ": dst or src is NULL");
+    const long long d = raw_enum(dir);
+    if (d != cnrtMemcpyHostToDev && d != cnrtMemcpyDevToHost)
+      return t.fail(cnrtErrorMemcpyDirectionInvalid, std::string(fn) + ": dir must be cnrtMemcpyHostToDev or cnrtMemcpyDevToHost");
+    std::unique_lock<std::mutex> lk(rt.mu);
+    const void* dev = d == cnrtMemcpyHostToDev ? dst : src;
+    const PointerClass c = rt.classify(dev, bytes);
+    if (c.kind != PointerClass::kDevice)
+      return t.fail(cnrtErrorArgsInvalid, std::string(fn) + ": device range [" + hex_address(dev) + ", +" +
+                                              std::to_string(bytes) + ") is not inside a live device allocation");
+    const int device = c.device;
+    rt.run_on_sim(lk, [&] {
+      void* backing = sim::Simulator::instance().device(device).gdram_backing(reinterpret_cast<std::uint64_t>(dev), bytes);
+      if (d == cnrtMemcpyHostToDev)
+        std::memcpy(backing, src, bytes);
+      else
+        std::memcpy(dst, backing, bytes);
+    });
     return cnrtSuccess;
   });
 }

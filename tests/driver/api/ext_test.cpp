@@ -1,5 +1,6 @@
 // Simulator extensions: configs (and their errors), reset, clocks, timing-only mode, traces,
 // statistics.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,48 @@ TEST_F(ExtTest, ConfigNameAndClocks) {
   EXPECT_CNRT_ERROR(mlusimGetHostTimePs(nullptr), cnrtErrorArgsInvalid);
   EXPECT_CNRT_ERROR(mlusimGetDeviceTime(nullptr), cnrtErrorArgsInvalid);
   EXPECT_CNRT_ERROR(mlusimGetDeviceTimePs(nullptr), cnrtErrorArgsInvalid);
+}
+
+// A host function that reports 2 us of host work completes 2 us later: the queue's next work and
+// its sync wait for it. mlusimHostAdvance on the main thread moves that thread's clock only.
+TEST_F(ExtTest, HostAdvanceDelaysAHostFunctionsCompletion) {
+  const double t0 = host_ns();
+  ASSERT_EQ(mlusimHostAdvance(250), cnrtSuccess);
+  EXPECT_DOUBLE_EQ(host_ns() - t0, 250);
+  cnrtQueue_t q;
+  ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
+  cnrtNotifier_t before, after;
+  ASSERT_EQ(cnrtNotifierCreate(&before), cnrtSuccess);
+  ASSERT_EQ(cnrtNotifierCreate(&after), cnrtSuccess);
+  ASSERT_EQ(cnrtPlaceNotifier(before, q), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeHostFunc(q, [](void*) { mlusimHostAdvance(2000); }, nullptr), cnrtSuccess);
+  ASSERT_EQ(cnrtPlaceNotifier(after, q), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(q), cnrtSuccess);
+  float ms = 0;
+  ASSERT_EQ(cnrtNotifierElapsedTime(before, after, &ms), cnrtSuccess);
+  // `before` lands when placed; the host function is enqueued one API call (0.5 us) later, runs
+  // at once and ends 2 us after it started; `after` waits for it.
+  EXPECT_NEAR(ms * 1e6, kApiNs + 2000, 1.0);
+  EXPECT_CNRT_ERROR(mlusimHostAdvance(-1), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimHostAdvance(std::nan("")), cnrtErrorArgsInvalid);
+}
+
+// Untimed copies move the bytes and cost neither host nor device time.
+TEST_F(ExtTest, MemcpyNoTimeMovesBytesWithoutTime) {
+  void* d = dmalloc(4096);
+  std::vector<std::uint32_t> in(1024), out(1024, 0);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint32_t>(i * 2654435761u);
+  const double t0 = host_ns();
+  ASSERT_EQ(mlusimMemcpyNoTime(d, in.data(), 4096, cnrtMemcpyHostToDev), cnrtSuccess);
+  ASSERT_EQ(mlusimMemcpyNoTime(out.data(), d, 4096, cnrtMemcpyDevToHost), cnrtSuccess);
+  EXPECT_EQ(host_ns(), t0);
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(download<std::uint32_t>(d, 1024), in) << "a timed copy sees what the untimed one wrote";
+  EXPECT_CNRT_ERROR(mlusimMemcpyNoTime(d, in.data(), 4097, cnrtMemcpyHostToDev), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimMemcpyNoTime(in.data(), out.data(), 16, cnrtMemcpyHostToDev), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimMemcpyNoTime(nullptr, d, 16, cnrtMemcpyDevToHost), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimMemcpyNoTime(d, d, 16, cnrtMemcpyDevToDev), cnrtErrorMemcpyDirectionInvalid);
+  EXPECT_EQ(mlusimMemcpyNoTime(d, in.data(), 0, cnrtMemcpyHostToDev), cnrtSuccess);
 }
 
 TEST_F(ExtTest, TimingOnlyKeepsCycles) {
