@@ -303,8 +303,16 @@ void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t
     case VecUnaryOp::kRecip: return run([](const auto& x) { return x.inverse(); });
     case VecUnaryOp::kExp: return run([](const auto& x) { return x.exp(); });
     case VecUnaryOp::kLog: return run([](const auto& x) { return x.log(); });
-    case VecUnaryOp::kSqrt: return run([](const auto& x) { return x.sqrt(); });
-    case VecUnaryOp::kRsqrt: return run([](const auto& x) { return x.rsqrt(); });
+    // Square roots element by element with the host's IEEE sqrt (correctly rounded), not Eigen's
+    // vectorised sqrt()/rsqrt(): with EIGEN_FAST_MATH (Eigen's default) both start from the x86
+    // estimate _mm_rsqrt_ps (12 bits, from tables that differ between Intel and AMD) refined by
+    // one Newton step: up to ~3.5 ulp off, denormal inputs flushed to 0, and results that depend
+    // on the host's CPU. rsqrt is 1 / sqrt: two correctly rounded steps, under 1.5 ulp (torch's CPU
+    // kernel computes it the same way). Batch and layer norm take their 1/std from here.
+    case VecUnaryOp::kSqrt:
+      return run([](const auto& x) { return x.unaryExpr([](float v) { return std::sqrt(v); }); });
+    case VecUnaryOp::kRsqrt:
+      return run([](const auto& x) { return x.unaryExpr([](float v) { return 1.0f / std::sqrt(v); }); });
     // 1 / (1 + exp(-x)) on Eigen's vectorised exp (~1 ulp); Eigen's logistic() approximation is
     // off by ~3e-5 relative for x < -6.
     case VecUnaryOp::kSigmoid: return run([](const auto& x) { return (1.0f + (-x).exp()).inverse(); });
