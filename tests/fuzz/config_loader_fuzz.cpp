@@ -94,6 +94,9 @@ void check_config(const HardwareConfig& c) {
   if (c.host_link_pageable_gbps > c.host_link_bandwidth_gbps) finding("pageable host bandwidth above pinned");
   for (const TfuArray& a : {c.tfu_fp32, c.tfu_fp16, c.tfu_int8})
     if ((a.rows == 0) != (a.cols == 0) || (a.rows == 1 && a.cols == 1)) finding("TFU array rows/cols inconsistent");
+  for (const TfuArray& a : {c.tfu_fp32, c.tfu_fp16, c.tfu_int8})
+    if (a.count < 1 || a.count > 64 || a.count != c.tfu_fp32.count)
+      finding("tfu.arrays outside 1..64 or not the same for every dtype");
   if (c.vfu_width_bytes < 4 || (c.vfu_width_bytes & (c.vfu_width_bytes - 1)) != 0) finding("vfu.width_bytes");
   if (c.dma_burst_bytes == 0 || (c.dma_burst_bytes & (c.dma_burst_bytes - 1)) != 0) finding("dma.burst_bytes");
   if (c.source_file != "fuzz.yaml") finding("source_file is '" + c.source_file + "', not the origin");

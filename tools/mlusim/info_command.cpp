@@ -19,9 +19,12 @@ void print_info(const sim::HardwareConfig& c) {
     const sim::TfuArray& a = c.tfu_array(t);
     const double tfu = 2 * sim::tfu_peak_macs_per_s(c, t) / 1e12;
     const double vfu = 2 * sim::vfu_peak_elements_per_s(c, t) / 1e12;
+    // Several arrays per core (tfu.arrays) show as "128x128 x2"; the peak counts all of them.
+    const std::string copies = a.count > 1 ? " x" + std::to_string(a.count) : "";
     if (a.supported())
-      std::printf("  %-5s TFU %3ux%-3u %8.2f T%s/s   VFU %7.2f T%s/s\n", std::string(sim::dtype_name(t)).c_str(), a.rows,
-                  a.cols, tfu, t == DType::kInt8 ? "OP" : "FLOP", vfu, t == DType::kInt8 ? "OP" : "FLOP");
+      std::printf("  %-5s TFU %3ux%-3u%s %8.2f T%s/s   VFU %7.2f T%s/s\n", std::string(sim::dtype_name(t)).c_str(),
+                  a.rows, a.cols, copies.c_str(), tfu, t == DType::kInt8 ? "OP" : "FLOP", vfu,
+                  t == DType::kInt8 ? "OP" : "FLOP");
     else
       std::printf("  %-5s TFU  none              VFU %7.2f T%s/s (roofline uses the VFU)\n",
                   std::string(sim::dtype_name(t)).c_str(), vfu, t == DType::kInt8 ? "OP" : "FLOP");

@@ -58,14 +58,21 @@ int run_tfu(const TfuOptions& o) {
   const bool os = cfg.tfu_dataflow == sim::Dataflow::kOutputStationary;
   const std::uint64_t sr = os ? m : k, sc = n;
   const std::uint64_t folds = ((sr + arr.rows - 1) / arr.rows) * ((sc + arr.cols - 1) / arr.cols);
+  const std::uint64_t per_array = (folds + arr.count - 1) / arr.count;  // the busiest array's folds
   const std::uint64_t cycles = rec.engines[static_cast<std::size_t>(sim::Engine::kTfu)].cycles;
   std::printf("config      %s\n", cfg.name.c_str());
-  std::printf("array       %u x %u (%s), %s, fold overlap %s\n", arr.rows, arr.cols, o.dtype.c_str(),
+  std::printf("array       %u x %u (%s)%s, %s, fold overlap %s\n", arr.rows, arr.cols, o.dtype.c_str(),
+              arr.count > 1 ? (" x " + std::to_string(arr.count) + " arrays").c_str() : "",
               os ? "output-stationary" : "weight-stationary", cfg.tfu_fold_overlap ? "on" : "off");
   std::printf("gemm        M=%zu K=%zu N=%zu (%llu MACs)\n", m, k, n, static_cast<unsigned long long>(m * k * n));
-  std::printf("folds       %llu\n", static_cast<unsigned long long>(folds));
+  if (arr.count > 1)
+    std::printf("folds       %llu (at most %llu per array)\n", static_cast<unsigned long long>(folds),
+                static_cast<unsigned long long>(per_array));
+  else
+    std::printf("folds       %llu\n", static_cast<unsigned long long>(folds));
   std::printf("tfu cycles  %llu\n", static_cast<unsigned long long>(cycles));
-  std::printf("utilisation %.2f%% of the array's MACs\n", 100.0 * double(m * k * n) / (double(cycles) * arr.rows * arr.cols));
+  std::printf("utilisation %.2f%% of the array%s MACs\n",
+              100.0 * double(m * k * n) / (double(cycles) * double(arr.macs_per_cycle())), arr.count > 1 ? "s'" : "'s");
   return 0;
 }
 

@@ -22,9 +22,10 @@ TfuArray tfu_array_for(const HardwareConfig& cfg, DType t) {
 
 TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
                         std::uint64_t m, std::uint64_t k, std::uint64_t n) {
-  if (!array.supported())
+  if (!array.supported() || array.count == 0)
     throw std::invalid_argument("tfu_gemm_cycles: systolic array " + std::to_string(array.rows) +
-                                "x" + std::to_string(array.cols) + " is not usable");
+                                "x" + std::to_string(array.cols) + " x " + std::to_string(array.count) +
+                                " is not usable");
   TfuCost cost;
   if (m == 0 || k == 0 || n == 0) return cost;
 
@@ -37,17 +38,19 @@ TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
 
   cost.folds = ceil_div(sr, r) * ceil_div(sc, c);
   cost.macs = m * k * n;
+  // Folds of the busiest array when the folds are dealt out over array.count arrays (header).
+  const std::uint64_t busiest = ceil_div(cost.folds, array.count);
   // Demand-matrix rows of one fold in SCALE-Sim v2 (see the header for the derivation).
   const std::uint64_t per_fold = os ? t + r + c - 2 : t + 2 * r + c - 2;
   if (!fold_overlap) {
-    cost.cycles = cost.folds * per_fold - 1;
+    cost.cycles = busiest * per_fold - 1;
   } else {
     const std::uint64_t interval = std::max(t, r);
-    cost.cycles = per_fold + (cost.folds - 1) * interval - 1;
+    cost.cycles = per_fold + (busiest - 1) * interval - 1;
   }
   if (cost.cycles > 0)
     cost.utilisation = static_cast<double>(cost.macs) /
-                       (static_cast<double>(cost.cycles) * static_cast<double>(r * c));
+                       (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));
   return cost;
 }
 

@@ -1,4 +1,5 @@
-// TFU (tensor unit) cost model: cycles of a GEMM or a convolution on an R x C systolic array.
+// TFU (tensor unit) cost model: cycles of a GEMM or a convolution on one or several identical R x C
+// systolic arrays.
 //
 // Pure arithmetic on shapes: no SystemC, no data. The simulated core asks for the cost of one
 // matmul/conv intrinsic, occupies its TFU for `cycles`, and reports `folds`/`utilisation` in its
@@ -57,8 +58,25 @@
 //       cycles = (M + 2R + C - 2) + (folds - 1) * max(M, R) - 1
 //   With one fold both modes agree, and overlap never costs more than no overlap.
 //
-// Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T - 1 >= M*K*N / (R*C) - 1 in every mode, and
-// >= M*K*N / (R*C) whenever R + C >= 3 (see above).
+// Several identical arrays (`tfu.arrays` = A >= 1, TfuArray::count; TPU v3: 2 MXUs per core):
+//   The intrinsic's folds are dealt out over the A arrays, which run at the same time; each array
+//   runs its share back to back with exactly the single-array schedule above, so the intrinsic
+//   lasts as long as the busiest array, which holds F_A = ceil(folds / A) folds:
+//     overlap OFF: cycles = F_A * per_fold - 1          (per_fold: OS K + R + C - 2, WS M + 2R + C - 2)
+//     overlap ON:  cycles = per_fold + (F_A - 1) * interval - 1
+//   A = 1 gives F_A = folds: the formulas above, SCALE-Sim v2's count, unchanged.
+//   Why folds and not the streamed dimension: a fold is the unit an array holds (WS: one R x C
+//   weight tile; OS: one R x C output tile), so independent folds need no communication between
+//   arrays. Folds that cover different K ranges of the same outputs leave partial sums in two
+//   arrays' accumulators; adding them is assumed free (it happens while results drain, as TPU's
+//   vector unit pops and adds MXU results in parallel with the MXUs). An intrinsic with fewer
+//   folds than arrays leaves arrays idle: splitting the streamed rows (T) of one fold over two
+//   arrays that hold the same tile is not modelled; a kernel gets all arrays busy by issuing
+//   intrinsics of at least A folds.
+//   folds (reported) stays the total; utilisation = macs / (cycles x R x C x A).
+//
+// Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T / A - 1 >= M*K*N / (R*C*A) - 1 in every mode, and
+// >= M*K*N / (R*C*A) whenever R + C >= 3 (see above).
 //
 // Convolution maps to GEMM as SCALE-Sim does (operand_matrix.py / topology_utils.py): one output
 // pixel per GEMM row, M = OH * OW, K = KH * KW * Cin, N = Cout. The caller passes OH and OW, so
@@ -76,13 +94,14 @@ namespace mlusim::sim::compute {
 // Cost of one TFU operation.
 struct TfuCost {
   std::uint64_t cycles = 0;     // TFU core-clock cycles (formulas above); 0 for an empty GEMM
-  std::uint64_t folds = 0;      // ceil(Sr/R) * ceil(Sc/C)
+  std::uint64_t folds = 0;      // ceil(Sr/R) * ceil(Sc/C), over all arrays together
   std::uint64_t macs = 0;       // M * K * N multiply-accumulates
-  double utilisation = 0.0;     // macs / (cycles * R * C), in [0, 1]; 0 when cycles == 0
+  double utilisation = 0.0;     // macs / (cycles * R * C * arrays), in [0, 1]; 0 when cycles == 0
 };
 
-// GEMM C[M,N] = A[M,K] x B[K,N] on `array` (must be supported: rows, cols > 0, else
-// std::invalid_argument). Any of m, k, n == 0 is an empty operation: all fields 0.
+// GEMM C[M,N] = A[M,K] x B[K,N] on `array` (array.count identical arrays; must be supported:
+// rows, cols, count > 0, else std::invalid_argument). Any of m, k, n == 0 is an empty operation:
+// all fields 0.
 TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
                         std::uint64_t m, std::uint64_t k, std::uint64_t n);
 

@@ -196,6 +196,10 @@ class FieldReader {
   void assign(HardwareConfig& config, Member member, const Value& value) const {
     if constexpr (std::is_same_v<Member, TfuMember>) {
       (config.*(member.array)).*(member.dim) = narrow(std::get<std::uint64_t>(value));
+    } else if constexpr (std::is_same_v<Member, TfuAllArraysMember>) {
+      using HC = HardwareConfig;
+      for (TfuArray HC::*array : {&HC::tfu_fp32, &HC::tfu_fp16, &HC::tfu_int8})
+        (config.*array).*(member.dim) = narrow(std::get<std::uint64_t>(value));
     } else {
       using T = std::remove_reference_t<decltype(config.*member)>;
       if constexpr (std::is_same_v<T, std::uint32_t>) {
@@ -236,6 +240,14 @@ void reject_unknown_keys(const Tree& tree) {
     }
     throw ConfigError(leaf.file, key, at_line("unknown key" + suggestion(key), leaf.line));
   }
+}
+
+// Keys with a schema default that nothing set get it, below every file in merge order (so a
+// consistency error never blames a default over a value someone wrote).
+void apply_defaults(Tree& tree) {
+  for (const Field& field : schema())
+    if (field.default_value != nullptr && tree.count(field.key) == 0)
+      tree[field.key] = Leaf{YAML::Node(std::string(field.default_value)), "default", 0, -1};
 }
 
 void reject_missing_keys(const Tree& tree, const std::string& file) {
@@ -303,6 +315,7 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
 HardwareConfig build(Tree tree, const std::string& file, const std::vector<ConfigOverride>& overrides) {
   apply_overrides(tree, overrides);
   reject_unknown_keys(tree);
+  apply_defaults(tree);
   reject_missing_keys(tree, file);
   HardwareConfig config{};
   for (const Field& field : schema()) FieldReader(field, tree.at(field.key)).store(config);

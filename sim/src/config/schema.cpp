@@ -33,6 +33,10 @@ constexpr const char* kDramWhy = "1 MiB to 1 TiB; a whole-memory copy at the slo
 // Engine shapes: the widest real TFU is 256 x 256 (TPU v5p's MXUs are 128 x 128); 4096 keeps the
 // SCALE-Sim cycle counts (rows + cols + M per fold) and the host arrays small.
 constexpr double kMaxPes = 4096;
+// Arrays per core: real cores have a few (TPU v2/v3: 2 MXUs per TensorCore, v4/v5p: 4); 64 x the
+// largest array still gives per-core peaks (64 x 4096^2 MACs/cycle) far inside 64-bit counters.
+constexpr double kMaxArrays = 64;
+constexpr const char* kArraysWhy = "real cores have 1 to 4 tensor arrays; 64 leaves room for what-if studies";
 
 }  // namespace
 
@@ -104,6 +108,10 @@ const std::vector<Field>& schema() {
       {"tfu.fp16.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::cols}, between(0, kMaxPes)},
       {"tfu.int8.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::rows}, between(0, kMaxPes)},
       {"tfu.int8.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::cols}, between(0, kMaxPes)},
+      // Identical arrays per core that share each intrinsic's folds (tfu_timing.h); 1 = one array,
+      // the SCALE-Sim v2 reference and what every preset meant before the key existed.
+      {"tfu.arrays", ValueType::kCount, "arrays", TfuAllArraysMember{&TfuArray::count},
+       between(1, kMaxArrays, kArraysWhy), "1"},
       {"tfu.dataflow", ValueType::kDataflow, "", &HC::tfu_dataflow, any_value()},
       {"tfu.fold_overlap", ValueType::kBool, "", &HC::tfu_fold_overlap, any_value()},
 

@@ -53,9 +53,15 @@ struct TfuMember {
   std::uint32_t TfuArray::*dim;
 };
 
+// A TfuArray field set in all three dtype arrays at once (tfu.arrays -> TfuArray::count): the
+// arrays are one piece of hardware; each dtype's rows x cols is how one array operates in it.
+struct TfuAllArraysMember {
+  std::uint32_t TfuArray::*dim;
+};
+
 using Member = std::variant<std::string HardwareConfig::*, std::uint32_t HardwareConfig::*,
                             std::uint64_t HardwareConfig::*, double HardwareConfig::*, bool HardwareConfig::*,
-                            Dataflow HardwareConfig::*, TfuMember>;
+                            Dataflow HardwareConfig::*, TfuMember, TfuAllArraysMember>;
 
 struct Field {
   const char* key;   // dotted YAML path, e.g. "dram.bandwidth_gbps"
@@ -63,6 +69,10 @@ struct Field {
   const char* unit;  // shown in error messages and configs/README.md; "" for unitless values
   Member member;
   Rule rule;
+  // YAML text used when no file and no override sets the key; nullptr = required. Only keys added
+  // after the presets existed have one, and it is the behaviour the simulator had before the key
+  // (so older user configs keep loading and mean what they meant). Hardware figures never do.
+  const char* default_value = nullptr;
 };
 
 // Every key, in the order of HardwareConfig.

@@ -6,8 +6,8 @@
 namespace mlusim::sim {
 
 double tfu_peak_macs_per_s(const HardwareConfig& cfg, DType t) {
-  const TfuArray& a = cfg.tfu_array(t);
-  return double(cfg.total_cores()) * a.rows * a.cols * cfg.core_clock_mhz * 1e6;
+  // cores x rows x cols x arrays MACs per cycle (0 when the TFU lacks the dtype).
+  return double(cfg.total_cores()) * double(cfg.tfu_array(t).macs_per_cycle()) * cfg.core_clock_mhz * 1e6;
 }
 
 double vfu_peak_elements_per_s(const HardwareConfig& cfg, DType t) {

@@ -186,6 +186,71 @@ TEST(TfuTiming, RandomShapesMatchScaleSimDerivationAndRespectRoofline) {
   }
 }
 
+// Several identical arrays (tfu.arrays): the folds are dealt out, the busiest array holds
+// ceil(folds / A) of them and runs them with the one-array schedule (header).
+TEST(TfuTiming, SeveralArraysShareTheFoldsByHand) {
+  // OS 4x4, M=8 K=4 N=8: 2 x 2 = 4 folds of K + R + C - 2 = 10 rows. One array: 4 * 10 - 1 = 39.
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 1}, kOS, false, 8, 4, 8).cycles, 39u);
+  // Two arrays: 2 folds each -> 2 * 10 - 1 = 19; with overlap 10 + 1 * max(K=4, R=4) - 1 = 13.
+  const TfuCost two = tfu_gemm_cycles(TfuArray{4, 4, 2}, kOS, false, 8, 4, 8);
+  EXPECT_EQ(two.cycles, 19u);
+  EXPECT_EQ(two.folds, 4u);  // reported over all arrays
+  EXPECT_EQ(two.macs, 256u);
+  EXPECT_DOUBLE_EQ(two.utilisation, 256.0 / (19.0 * 4 * 4 * 2));
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 2}, kOS, true, 8, 4, 8).cycles, 13u);
+  // Four arrays: one fold each -> 9, as a one-fold GEMM; more arrays than folds change nothing.
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 4}, kOS, false, 8, 4, 8).cycles, 9u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 8}, kOS, false, 8, 4, 8).cycles, 9u);
+  // Odd fold count: N = 12 -> 3 folds; two arrays take 2 and 1 -> 2 * 10 - 1 = 19.
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 2}, kOS, false, 4, 4, 12).cycles, 19u);
+  // WS 4x4, M=4 K=8 N=8: 4 folds of M + 2R + C - 2 = 14 -> one array 55, two arrays 2 * 14 - 1 = 27;
+  // overlap: 14 + 1 * max(M=4, R=4) - 1 = 17.
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 1}, kWS, false, 4, 8, 8).cycles, 55u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 2}, kWS, false, 4, 8, 8).cycles, 27u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{4, 4, 2}, kWS, true, 4, 8, 8).cycles, 17u);
+  // The tpu-v3 TensorCore: two 128x128 MXUs, WS, 256^3: 4 folds of 256 + 256 + 128 - 2 = 638.
+  //   no overlap: 2 * 638 - 1 = 1275 (one MXU: 4 * 638 - 1 = 2551);
+  //   overlap:    638 + 1 * max(256, 128) - 1 = 893 (one MXU: 638 + 3 * 256 - 1 = 1405).
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 2}, kWS, false, 256, 256, 256).cycles, 1275u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 1}, kWS, false, 256, 256, 256).cycles, 2551u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 2}, kWS, true, 256, 256, 256).cycles, 893u);
+  EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 1}, kWS, true, 256, 256, 256).cycles, 1405u);
+  // Convolutions go through the same GEMM mapping.
+  EXPECT_EQ(tfu_conv_cycles(TfuArray{32, 32, 2}, kWS, false, 55, 55, 11, 11, 3, 96).cycles,
+            tfu_gemm_cycles(TfuArray{32, 32, 2}, kWS, false, 3025, 363, 96).cycles);
+}
+
+TEST(TfuTiming, SeveralArraysRandomShapesKeepTheRooflineAndOneArrayIsScaleSim) {
+  std::mt19937_64 rng(2024);
+  std::uniform_int_distribution<std::uint32_t> dim(1, 40), count(1, 5);
+  std::uniform_int_distribution<std::uint64_t> size(1, 300);
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint32_t r = dim(rng), c = dim(rng), a = count(rng);
+    if (r + c < 3) continue;
+    const std::uint64_t m = size(rng), k = size(rng), n = size(rng);
+    for (Dataflow df : {kOS, kWS}) {
+      SCOPED_TRACE(std::to_string(r) + "x" + std::to_string(c) + "x" + std::to_string(a) +
+                   (df == kOS ? " OS " : " WS ") + std::to_string(m) + "," + std::to_string(k) + "," +
+                   std::to_string(n));
+      const TfuCost one = tfu_gemm_cycles(TfuArray{r, c, 1}, df, false, m, k, n);
+      const TfuCost off = tfu_gemm_cycles(TfuArray{r, c, a}, df, false, m, k, n);
+      const TfuCost on = tfu_gemm_cycles(TfuArray{r, c, a}, df, true, m, k, n);
+      ASSERT_EQ(one.cycles, scalesim_compute_cycles(r, c, df, m, k, n));  // A = 1: SCALE-Sim v2 exactly
+      // A arrays: the busiest holds ceil(folds / A) of the one-array schedule's equal folds.
+      const std::uint64_t per_fold = (one.cycles + 1) / one.folds;
+      ASSERT_EQ(off.cycles, ceil_div(one.folds, a) * per_fold - 1);
+      ASSERT_EQ(off.folds, one.folds);
+      const std::uint64_t roofline = ceil_div(m * k * n, std::uint64_t{r} * c * a);
+      ASSERT_GE(off.cycles, roofline);
+      ASSERT_GE(on.cycles, roofline);
+      ASSERT_LE(on.cycles, off.cycles);
+      ASSERT_LE(off.cycles, one.cycles);
+      ASSERT_LE(off.utilisation, 1.0);
+      ASSERT_LE(on.utilisation, 1.0);
+    }
+  }
+}
+
 TEST(TfuTiming, EmptyGemmCostsNothing) {
   const TfuCost cost = tfu_gemm_cycles(TfuArray{4, 4}, kOS, false, 0, 4, 4);
   EXPECT_EQ(cost.cycles, 0u);
@@ -204,6 +269,15 @@ HardwareConfig tfu_config() {
   cfg.tfu_dataflow = kWS;
   cfg.tfu_fold_overlap = false;
   return cfg;
+}
+
+TEST(TfuTiming, ConfigOverloadUsesTheArrayCount) {
+  HardwareConfig cfg = tfu_config();
+  cfg.tfu_fp32.count = cfg.tfu_int8.count = 2;  // what tfu.arrays: 2 loads
+  EXPECT_EQ(tfu_gemm_cycles(cfg, DType::kFloat32, 10, 20, 30).cycles,
+            tfu_gemm_cycles(TfuArray{8, 8, 2}, kWS, false, 10, 20, 30).cycles);
+  EXPECT_LT(tfu_gemm_cycles(cfg, DType::kFloat32, 10, 20, 30).cycles, cycles(8, 8, kWS, false, 10, 20, 30));
+  EXPECT_EQ(tfu_array_for(cfg, DType::kInt8).count, 2u);
 }
 
 TEST(TfuTiming, ConfigOverloadPicksTheDtypeArray) {
@@ -229,6 +303,7 @@ TEST(TfuTiming, UnsupportedDtypeOrArrayThrows) {
   }
   EXPECT_THROW(tfu_gemm_cycles(cfg, DType::kInt32, 4, 4, 4), std::invalid_argument);
   EXPECT_THROW(tfu_gemm_cycles(TfuArray{0, 8}, kOS, false, 4, 4, 4), std::invalid_argument);
+  EXPECT_THROW(tfu_gemm_cycles(TfuArray{8, 8, 0}, kOS, false, 4, 4, 4), std::invalid_argument);
 }
 
 }  // namespace

@@ -20,10 +20,10 @@ constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 constexpr std::uint64_t GiB = 1024 * MiB;
 
-// Peak of one TFU dtype in units of 1e12 ops/s: cores x MACs/cycle x 2 ops x clock.
+// Peak of one TFU dtype in units of 1e12 ops/s: cores x MACs/cycle (rows x cols x arrays) x 2 ops x clock.
 double tfu_peak_tera(const HardwareConfig& c, DType t) {
   const TfuArray& a = c.tfu_array(t);
-  return c.total_cores() * double(a.rows) * a.cols * 2.0 * c.core_clock_mhz * 1e6 / 1e12;
+  return c.total_cores() * double(a.rows) * a.cols * a.count * 2.0 * c.core_clock_mhz * 1e6 / 1e12;
 }
 
 TEST(Presets, DefaultIsMlu370X4) {

@@ -68,6 +68,33 @@ TEST_F(EngineTiming, TfuCyclesEqualTheFormulaForOddShapes) {
   }
 }
 
+// tfu.arrays: 2 identical arrays share an intrinsic's folds. fp32 4x4, OS, no overlap, M=K=N=8:
+// 4 folds of K + R + C - 2 = 14; two per array -> 2 * 14 - 1 = 27 (one array: 55, above).
+TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
+  build("tiny", {{"tfu.arrays", "2"}});
+  ASSERT_EQ(cfg().tfu_fp32.count, 2u);
+  const KernelRecord r = run("mm", [] {
+    auto a = nram_alloc<float>(64), c = nram_alloc<float>(64);
+    auto b = wram_alloc<float>(64);
+    matmul(DType::kFloat32, DType::kFloat32, c, a, b, 8, 8, 8, false, false);
+  });
+  ASSERT_FALSE(r.faulted) << r.fault;
+  EXPECT_EQ(r.cycles, 27u);
+  EXPECT_EQ(r.engines[static_cast<int>(Engine::kTfu)].cycles, 27u);
+  EXPECT_EQ(r.macs, 512u);
+  // The conv intrinsic too: 6x6 input, 3x3 kernel, 4 -> 8 channels: M = 16, K = 36, N = 8 on 4x4:
+  // 4 x 2 = 8 folds of 36 + 4 + 4 - 2 = 42; 4 per array -> 4 * 42 - 1 = 167.
+  const KernelRecord conv = run("conv", [] {
+    auto in = nram_alloc<float>(6 * 6 * 4), out = nram_alloc<float>(4 * 4 * 8);
+    auto w = wram_alloc<float>(8 * 3 * 3 * 4);
+    ConvParams p;
+    p.in_h = p.in_w = 6, p.in_c = 4, p.out_c = 8, p.k_h = p.k_w = 3;
+    conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
+  });
+  ASSERT_FALSE(conv.faulted) << conv.fault;
+  EXPECT_EQ(conv.cycles, 167u);
+}
+
 // Scalar unit: on-chip access = scalar.onchip_access_cycles; GDRAM adds one DRAM latency.
 TEST_F(EngineTiming, ScalarLoadsAndStores) {
   const std::uint64_t g = dmalloc(64);

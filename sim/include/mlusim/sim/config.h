@@ -1,9 +1,11 @@
 // Hardware configuration of one simulated chip, as read from a YAML preset in configs/.
 //
-// Every parameter is declared once, here, with its unit. There are no defaults in C++: values come
-// only from the YAML files (a preset may `extends:` another and override keys), so a figure and
-// its source comment live in exactly one place. A loaded config is fully validated: unknown keys,
-// missing keys, wrong types and impossible values raise ConfigError naming file, key and reason.
+// Every parameter is declared once, here, with its unit. Hardware figures have no defaults in C++:
+// they come only from the YAML files (a preset may `extends:` another and override keys), so a
+// figure and its source comment live in exactly one place. The only defaults are those of keys
+// added after the presets existed, whose default is the behaviour before the key (schema.cpp).
+// A loaded config is fully validated: unknown keys, missing keys, wrong types and impossible
+// values raise ConfigError naming file, key and reason.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +20,15 @@
 namespace mlusim::sim {
 
 // A systolic array shape for one dtype; rows == cols == 0 means the TFU does not support it.
+// `count` identical arrays of this shape work on one intrinsic together (`tfu.arrays`, one key for
+// all dtypes; the timing formula is in sim/src/compute/tfu_timing.h).
 struct TfuArray {
   std::uint32_t rows = 0;
   std::uint32_t cols = 0;
+  std::uint32_t count = 1;  // `tfu.arrays`: arrays per core (TPU: MXUs per TensorCore)
   bool supported() const { return rows > 0 && cols > 0; }
+  // Peak multiply-accumulates per core-clock cycle of one core: rows x cols x count (0 if unsupported).
+  std::uint64_t macs_per_cycle() const { return std::uint64_t{rows} * cols * count; }
 };
 
 enum class Dataflow : std::uint8_t { kOutputStationary, kWeightStationary };
@@ -76,10 +83,10 @@ struct HardwareConfig {
   std::uint32_t vfu_startup_cycles;   // `vfu.startup_cycles`: pipeline fill per intrinsic
   std::uint32_t vfu_transcendental_factor;  // `vfu.transcendental_factor`: cycles per vector for exp/log/...
 
-  // --- TFU: systolic array per dtype ---
-  TfuArray tfu_fp32;                // `tfu.fp32.rows`, `tfu.fp32.cols`
-  TfuArray tfu_fp16;                // `tfu.fp16.rows`, `tfu.fp16.cols`
-  TfuArray tfu_int8;                // `tfu.int8.rows`, `tfu.int8.cols`
+  // --- TFU: systolic array per dtype (`tfu.arrays` sets the count of all three) ---
+  TfuArray tfu_fp32;                // `tfu.fp32.rows`, `tfu.fp32.cols`, `tfu.arrays`
+  TfuArray tfu_fp16;                // `tfu.fp16.rows`, `tfu.fp16.cols`, `tfu.arrays`
+  TfuArray tfu_int8;                // `tfu.int8.rows`, `tfu.int8.cols`, `tfu.arrays`
   Dataflow tfu_dataflow;            // `tfu.dataflow`: output_stationary | weight_stationary
   bool tfu_fold_overlap;            // `tfu.fold_overlap`: pipeline consecutive folds
 

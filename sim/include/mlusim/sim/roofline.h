@@ -22,6 +22,7 @@ namespace mlusim::sim {
 constexpr std::size_t kDTypeCount = 7;
 using MacsByDtype = std::array<std::uint64_t, kDTypeCount>;  // indexed by DType
 
+// cores x rows x cols x tfu.arrays x core clock; 0 when the TFU lacks `t`.
 double tfu_peak_macs_per_s(const HardwareConfig& cfg, DType t);
 double vfu_peak_elements_per_s(const HardwareConfig& cfg, DType t);
 // Multiply-accumulates per second for `t`: the TFU's, or the VFU's FMA rate if the TFU lacks `t`.
