@@ -87,7 +87,7 @@ TEST(ConfigPaths, UnknownPresetListsAvailableOnes) {
     EXPECT_EQ(e.key(), "");
     EXPECT_THAT(e.what(), HasSubstr("unknown preset"));
     EXPECT_THAT(e.what(), HasSubstr("mlu270, mlu370-x4, "));  // sorted; other presets in between
-    EXPECT_THAT(e.what(), HasSubstr("tiny"));
+    EXPECT_THAT(e.what(), HasSubstr("tiny, tpu-v3"));
   }
 }
 
@@ -325,7 +325,7 @@ TEST(ConfigValidation, TfuArrays) {
 
 // tfu.arrays: identical arrays per core, one key for every dtype; default 1 when no file sets it.
 TEST(ConfigValidation, TfuArrayCount) {
-  const HardwareConfig preset = load_config("tiny");  // no preset file sets the key
+  const HardwareConfig preset = load_config("tiny");  // no preset file before tpu-v3 sets the key
   EXPECT_EQ(preset.tfu_fp32.count, 1u);
   EXPECT_EQ(preset.tfu_fp16.count, 1u);
   EXPECT_EQ(preset.tfu_int8.count, 1u);

@@ -120,6 +120,31 @@ TEST(Presets, DerivedTfuPeaksDoNotExceedPublished) {
   EXPECT_DOUBLE_EQ(tfu_peak_tera(load_config("mlu370-x4"), DType::kInt8), 253.952);  // 64 x 62
 }
 
+// One TPU v3 TensorCore from public figures (configs/tpu-v3.yaml: Google Cloud TPU docs, Jouppi et al.
+// CACM 2020 / ISCA 2021, Norrie et al. Hot Chips 2020).
+TEST(Presets, TpuV3Figures) {
+  const HardwareConfig c = load_config("tpu-v3");
+  EXPECT_EQ(c.device_count, 1u);
+  EXPECT_EQ(c.total_cores(), 1u);                     // one TensorCore
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 940.0);
+  EXPECT_EQ(c.dram_bytes, 16 * GiB);                  // 32 GiB HBM2 per chip, 2 TensorCores
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 450.0);     // 900 GB/s per chip
+  EXPECT_EQ(c.nram_bytes + c.wram_bytes + c.sram_bytes, 16 * MiB);  // VMEM, split over the three roles
+  EXPECT_EQ(c.vfu_width_bytes, 8u * 128u * 4u);       // 8 sublanes x 128 lanes x 32 bit
+  for (DType t : {DType::kFloat32, DType::kFloat16}) {  // the MXUs (fp32 = one bf16 pass, fp16 = bf16)
+    EXPECT_EQ(c.tfu_array(t).rows, 128u);
+    EXPECT_EQ(c.tfu_array(t).cols, 128u);
+    EXPECT_EQ(c.tfu_array(t).count, 2u);              // 2 MXUs per TensorCore
+  }
+  EXPECT_FALSE(c.tfu_int8.supported());               // bf16 multiplies only
+  EXPECT_EQ(c.tfu_dataflow, Dataflow::kWeightStationary);
+  EXPECT_TRUE(c.tfu_fold_overlap);
+  // 123 TFLOPS bf16 per chip, published rounded to three digits: 2 cores x 2 MXUs x 16384 MACs x 2 x
+  // 0.94 GHz = 123.2 (the one preset whose derived peak is the published product itself).
+  EXPECT_NEAR(2 * tfu_peak_tera(c, DType::kFloat16), 123.0, 0.5);
+  EXPECT_DOUBLE_EQ(tfu_peak_tera(c, DType::kFloat32), tfu_peak_tera(c, DType::kFloat16));
+}
+
 // Vector ops/cycle/core fp16/fp32 (notes/hardware.md): MLU270 64/32, MLU370 128/64. An FMA lane
 // counts 2 ops, so ops/cycle = width / dtype size x 2.
 TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
