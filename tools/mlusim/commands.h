@@ -14,6 +14,7 @@ Command add_demo_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_tfu_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);  // needs libmlu (links the driver)
 #ifdef MLUSIM_CLI_WITH_TORCH
 Command add_run_command(CLI::App& app);      // needs the PyTorch bridge
 Command add_compare_command(CLI::App& app);

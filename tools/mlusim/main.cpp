@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   const mlusim::cli::Command info = mlusim::cli::add_info_command(app);
   const mlusim::cli::Command tfu = mlusim::cli::add_tfu_command(app);
   const mlusim::cli::Command report = mlusim::cli::add_report_command(app);
+  const mlusim::cli::Command validate = mlusim::cli::add_validate_command(app);
 #ifdef MLUSIM_CLI_WITH_TORCH
   const mlusim::cli::Command run = mlusim::cli::add_run_command(app);
   const mlusim::cli::Command compare = mlusim::cli::add_compare_command(app);
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("info")) return info();
     if (app.got_subcommand("tfu")) return tfu();
     if (app.got_subcommand("report")) return report();
+    if (app.got_subcommand("validate")) return validate();
 #ifdef MLUSIM_CLI_WITH_TORCH
     if (app.got_subcommand("run")) return run();
     if (app.got_subcommand("compare")) return compare();

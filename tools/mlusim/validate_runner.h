@@ -1,0 +1,67 @@
+// Runs calibration rows (calibration_table.h) on a simulated device with libmlu's real kernels,
+// for `mlusim validate`.
+//
+// Each row runs on a fresh device (mlusimReset), so a row's result never depends on which rows ran
+// before it, in timing-only mode (mlusimSetTimingOnly: no floating-point arithmetic, the same
+// cycles by design), through the driver and libmlu exactly as a user's program would:
+//   gemm:   mlu::matmul, fp32 A[M,K] x B[K,N] -> C[M,N], row-major, no bias.
+//   conv2d: mlu::conv2d_forward, fp32, x [B,Cin,H,W] and w [Cout,Cin,k,k] (torch's NCHW / OIHW
+//           dims), no bias, in the memory format `ConvLayout` says: channels_last (NHWC strides,
+//           what torch passes for memory_format=torch.channels_last) or dense NCHW.
+// What is counted: the op's simulated time from the first kernel's start to the last kernel's
+// end, in core-clock cycles of the config (kernel records, mlusim_ext.h), so gaps between the
+// op's kernels (e.g. host launch overhead while the device waits) count and host time before the
+// first kernel does not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "calibration_table.h"
+#include "mlusim/sim/config.h"
+
+namespace mlusim::cli {
+
+enum class ConvLayout { kChannelsLast, kNchw };
+
+const char* conv_layout_name(ConvLayout layout);  // "channels_last", "nchw"
+
+struct RowResult {
+  double simulated_cycles = 0;    // first kernel start .. last kernel end, core cycles
+  double simulated_ns = 0;        // the same span in ns
+  std::uint32_t kernels = 0;      // kernel launches of the op
+  double kernel_cycles = 0;       // sum of the kernels' own spans; simulated - this = gaps between kernels
+  std::uint64_t tfu_cycles = 0;   // TFU busy cycles (the sum of its intrinsics' cycle formulas)
+  std::uint64_t tfu_intrinsics = 0;
+  double bound_cycles = 0;        // roofline bound: max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth)
+  std::uint64_t dram_bytes = 0;   // bytes the kernels read from and wrote to DRAM
+
+  // Signed error of the simulation against `measured` cycles, in percent: 100 (sim - meas) / meas.
+  double error_pct(double measured) const { return 100.0 * (simulated_cycles - measured) / measured; }
+};
+
+class ValidateRunner {
+ public:
+  // Loads the config (preset name or YAML path, plus "key=value" overrides) into the runtime.
+  // Throws sim::ConfigError for an invalid config, std::runtime_error for anything else.
+  ValidateRunner(const std::string& config, const std::vector<std::string>& overrides, ConvLayout layout);
+
+  const sim::HardwareConfig& config() const { return config_; }
+
+  // With a folder: each row also writes <dir>/<workload>.json, a Chrome/Perfetto trace of the op
+  // with every engine's intrinsics (traces/README.md), to see where its cycles go.
+  void set_trace_dir(std::string dir) { trace_dir_ = std::move(dir); }
+
+  // Runs one row; throws std::runtime_error naming the workload if the op fails (e.g. it does
+  // not fit device memory).
+  RowResult run(const CalibrationRow& row) const;
+
+ private:
+  sim::HardwareConfig config_;
+  ConvLayout layout_;
+  std::string trace_dir_;
+};
+
+}  // namespace mlusim::cli
