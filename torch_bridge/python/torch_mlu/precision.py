@@ -2,7 +2,7 @@
 
     report = torch_mlu.compare(model, (x,), mode="train")   # forward + backward, three runs
     print(report)                                            # table: per layer rel error, first flagged
-    report.origin("backward").name                           # e.g. "stage4.3.branch2.5"
+    report.origin("backward").name                           # e.g. "conv5.2"
     report.dump("precision.json")                            # JSON (mlusim report shows it)
 
 The model runs three times from the same weights: on the CPU in float64 (the reference), on the
@@ -14,10 +14,13 @@ it was given (of its outputs). precision_report.py defines the errors and what "
 Determinism. The user's model is never modified: each run gets a deep copy (same weights,
 buffers, BatchNorm running statistics). ``mode`` puts the copies in "train" or "eval" mode (None:
 as the model is). Random numbers cannot match across the CPU and the device (different
-generators), so the float64 run watches for random ops (dropout, bernoulli, rand*, ...) and
-raises naming the op; ``dropout="eval"`` puts every nn.Dropout-like module in eval mode (identity)
-while the rest keeps ``mode``, so BatchNorm can train while dropout is off. Functional dropout
-outside such modules (F.dropout(training=True)) still raises: use eval mode or disable it.
+generators), so the float64 run checks that no module call changes the state of the CPU's
+default generator and raises naming the innermost module that did (dropout, bernoulli, rand*,
+...; a model drawing from a generator of its own is not seen). ``dropout="eval"`` puts every
+nn.Dropout-like module in eval mode (identity) while the rest keeps ``mode``, so BatchNorm can
+train while dropout is off. Functional dropout (F.dropout(training=True)) still raises: use eval
+mode or disable it. (The check compares generator states rather than intercepting ops with a
+TorchDispatchMode: the first run under such a mode cost 10-25 s here on 2 busy cores.)
 
 Backward attribution without changing the forward. torch's full backward hooks wrap outputs in
 a custom Function, which breaks modules followed by in-place ops (ReLU(inplace=True)). Instead,
@@ -37,7 +40,6 @@ import numbers
 
 import torch
 import torch.nn as nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .precision_report import LayerDiff, PrecisionReport, tensor_diff
 
@@ -131,26 +133,11 @@ def _default_loss(outputs):
 
 # ---- random ops ---------------------------------------------------------------------------------------
 
-_RANDOM_NAMES = {"rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm"}
-
-
-class _NoRandomOps(TorchDispatchMode):
-    """Raises on the first ATen op that draws random numbers: the CPU and device generators differ,
-    so a model that does cannot be compared layer by layer."""
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = func._schema.name.split("::")[-1]
-        random = name in _RANDOM_NAMES or any(a.name == "generator" for a in func._schema.arguments)
-        if name == "native_dropout":
-            train = args[2] if len(args) > 2 else kwargs.get("train")
-            random = (train is None or train) and args[1] > 0
-        if random:
-            raise RuntimeError(
-                f"compare: the model draws random numbers in its forward ({func}), which cannot match between the "
-                "CPU and the device. Turn the randomness off: dropout='eval' puts nn.Dropout modules in eval mode, "
-                "mode='eval' the whole model; functional dropout (F.dropout(training=True)) needs p=0.")
-        return func(*args, **kwargs)
+def _random_error(what):
+    return RuntimeError(
+        f"compare: {what} drew random numbers in its forward (dropout in train mode?), which cannot match between "
+        "the CPU and the device. Turn the randomness off: dropout='eval' puts nn.Dropout modules in eval mode, "
+        "mode='eval' the whole model; functional dropout (F.dropout(training=True)) needs p=0.")
 
 
 # ---- one run ------------------------------------------------------------------------------------------
@@ -159,8 +146,11 @@ class _Run:
     """Hooks every module of `model` and records one forward (+ backward) of it. All recorded
     tensors are float64 host copies taken when the hook fires (later in-place ops cannot change them)."""
 
-    def __init__(self, model, backward):
+    def __init__(self, model, backward, watch_random=False):
         self.backward = backward
+        # The float64 run checks that no module draws from the CPU's default generator: a module
+        # whose call changed its state drew random numbers (the innermost one is named).
+        self.watch_random = watch_random
         self.forward_calls = {}   # (module name, call) -> {"order", "type", "parent", "inputs", "outputs"}
         self.backward_calls = {}  # (module name, call) -> {"order": when its last gradient hook fired,
         #                                                  "grads": {name: t}, "grad_outputs": {name: t}}
@@ -189,6 +179,8 @@ class _Run:
                      # any in-place op of this module) or, for a leaf, its AccumulateGrad.
                      "grad_targets": [(n, t.grad_fn, t.output_nr, t) for n, t in inputs if t.requires_grad]}
             state["parent"] = self._active[-1] if self._active else None
+            if self.watch_random:
+                state["rng"] = torch.random.get_rng_state()
             self._pending.setdefault(id(module), []).append(state)
             self._active.append(state)
         return hook
@@ -197,6 +189,8 @@ class _Run:
         def hook(module, args, kwargs, output):
             state = self._pending[id(module)].pop()
             del self._active[next(i for i, st in enumerate(self._active) if st is state)]
+            if self.watch_random and not torch.equal(state["rng"], torch.random.get_rng_state()):
+                raise _random_error(f"module '{name or '(model)'}' ({type(module).__name__})")
             call = self._calls.get(name, 0)
             self._calls[name] = call + 1
             key = (name, call)
@@ -235,7 +229,8 @@ class _Run:
 
         # Walk this call's own nodes (sequence numbers in [first, last)) from its outputs; hook the
         # nodes with edges out of the range.
-        seen, stack = set(), [t.grad_fn for _, t in outs]
+        # (An output made before the call, e.g. nn.Identity's, is not this call's work: not walked.)
+        seen, stack = set(), [t.grad_fn for _, t in outs if first <= t.grad_fn._sequence_nr() < last]
         while stack:
             node = stack.pop()
             if id(node) in seen:
@@ -280,17 +275,12 @@ def _run(model, inputs, device, dtype, loss_fn, backward, seed, watch_random):
     returns (run, {param name: grad as float64 host tensor})."""
     model = copy.deepcopy(model).to(device=device, dtype=dtype)
     args = _convert(inputs, device, dtype)
-    run = _Run(model, backward)
+    run = _Run(model, backward, watch_random)
     torch.manual_seed(seed)
     try:
         with torch.set_grad_enabled(backward):
-            if watch_random:
-                with _NoRandomOps():
-                    out = model(**args) if isinstance(args, dict) else (
-                        model(args) if isinstance(args, torch.Tensor) else model(*args))
-            else:
-                out = model(**args) if isinstance(args, dict) else (
-                    model(args) if isinstance(args, torch.Tensor) else model(*args))
+            out = model(**args) if isinstance(args, dict) else (
+                model(args) if isinstance(args, torch.Tensor) else model(*args))
             grads = {}
             if backward:
                 loss = (loss_fn or _default_loss)(out)
