@@ -245,7 +245,8 @@ std::string plan_key(const GemmProblem& p, const DeviceModel& d, const ColOperan
   k << p.batch << ' ' << p.rows << ' ' << p.cols << ' ' << p.depth << ' ' << p.k_granule << ' ' << p.k_segment << ' '
     << int(p.in) << ' ' << int(p.out) << ' ' << p.beta << p.bias << p.bias_per_row << p.affine << int(p.act) << ' '
     << p.y_must_stage << p.allow_split_k
-    << " | " << d.tfu_rows << ' ' << d.tfu_cols << ' ' << d.weight_stationary << d.config.tfu_fold_overlap << ' '
+    << " | " << d.tfu_rows << ' ' << d.tfu_cols << 'x' << d.config.tfu_array(d.in).count << ' ' << d.weight_stationary
+    << d.config.tfu_fold_overlap << ' '
     << d.config.vfu_width_bytes << ' ' << d.config.vfu_startup_cycles << ' ' << d.dram_bpc << ' ' << d.io_dma_bpc << ' '
     << d.move_dma_bpc << ' ' << d.memcore_dma_bpc << ' ' << d.sram_bpc << ' ' << d.io_latency_cycles << ' '
     << d.move_latency_cycles << ' ' << d.burst_bytes << ' ' << d.nram_bytes << ' ' << d.wram_bytes << ' '
