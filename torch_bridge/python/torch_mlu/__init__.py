@@ -225,6 +225,7 @@ from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from .compile import compile_compare, compiled_graphs, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
 from .precision import compare  # noqa: E402  (layer-by-layer precision against the CPU in float64)
 from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
+from . import distributed  # noqa: E402  (registers the torch.distributed backend "cncl" for "mlu")
 from . import _patches  # noqa: E402
 
 device_guard = device  # mlusim's name before torch 2

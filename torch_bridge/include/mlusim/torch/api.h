@@ -168,4 +168,27 @@ void reset_stats(int device = -1);
 // thread): cheap to poll, for progress displays.
 std::uint64_t op_calls();
 
+// ---- the "cncl" process group's transport (torch_mlu/distributed.py) -------------------------
+// Each rank process simulates its own chip; ranks exchange tensors over Gloo and the collective's
+// simulated time comes from the interconnect model, so the bytes move without simulated time.
+// Copies `bytes` between host memory and device memory at once (mlusimMemcpyNoTime).
+void memcpy_untimed(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, bool to_device);
+// The calling thread's simulated host clock, ns (mlusimGetHostTime).
+double host_time_ns();
+// Advances the calling thread's host clock by `ns` (mlusimHostAdvance).
+void host_advance(double ns);
+// Queues on (device, queue_id) an operation that completes at host time `until_ns` (or as soon as
+// the queue reaches it, if later): the collective's end as the interconnect model computed it.
+void queue_hold_until(int device, std::int64_t queue_id, double until_ns);
+// The figures of the loaded config the collectives' time model uses.
+struct InterconnectFigures {
+  int devices = 1;
+  double mlu_link_gbps = 0, mlu_link_latency_ns = 0;
+  double host_link_gbps = 0, host_link_latency_ns = 0;
+  double dram_gbps = 0, dram_latency_ns = 0;
+  double launch_overhead_ns = 0;
+  std::string config_name;
+};
+InterconnectFigures interconnect_figures();
+
 }  // namespace mlusim::bridge

@@ -143,4 +143,25 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& [k, v] : b::device_stats(device)) d[py::str(k)] = v;
     return d;
   }, py::arg("device") = -1);
+
+  // the "cncl" process group's transport (torch_mlu/distributed.py)
+  m.def("memcpy_untimed", &b::memcpy_untimed, py::arg("dst"), py::arg("src"), py::arg("bytes"), py::arg("to_device"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("host_time_ns", &b::host_time_ns);
+  m.def("host_advance", &b::host_advance, py::arg("ns"));
+  m.def("queue_hold_until", &b::queue_hold_until, py::arg("device"), py::arg("queue_id"), py::arg("until_ns"));
+  m.def("interconnect_figures", [] {
+    const b::InterconnectFigures f = b::interconnect_figures();
+    py::dict d;
+    d["devices"] = f.devices;
+    d["mlu_link_gbps"] = f.mlu_link_gbps;
+    d["mlu_link_latency_ns"] = f.mlu_link_latency_ns;
+    d["host_link_gbps"] = f.host_link_gbps;
+    d["host_link_latency_ns"] = f.host_link_latency_ns;
+    d["dram_gbps"] = f.dram_gbps;
+    d["dram_latency_ns"] = f.dram_latency_ns;
+    d["launch_overhead_ns"] = f.launch_overhead_ns;
+    d["config_name"] = f.config_name;
+    return d;
+  });
 }

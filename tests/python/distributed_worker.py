@@ -1,0 +1,95 @@
+"""One rank of tests/python/test_distributed.py, started by torchrun (2 processes, backend "cncl",
+each process simulating its own mlu370-x8 system and using device LOCAL_RANK of it). Runs the
+seed's all_reduce snippet, every collective against values computed here, and one DDP step of a
+small MLP against single-device training on the concatenated batch; writes its findings to
+<out>/rank<r>.json."""
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch_mlu  # noqa: F401  (registers device "mlu" and backend "cncl")
+
+out_dir = sys.argv[1]
+
+# ---- the seed's snippet, verbatim in substance ------------------------------------------------
+dist.init_process_group(backend="cncl")
+rank = dist.get_rank()
+world = dist.get_world_size()
+torch.mlu.set_device(int(os.environ["LOCAL_RANK"]))
+tensor = torch.ones(1).to("mlu") * (rank + 1)
+dist.all_reduce(tensor)
+print(f"rank {rank}: all_reduce result (should be 3.0): {tensor.item()}", flush=True)
+found = {"all_reduce": tensor.item()}
+
+dev = torch.device("mlu", torch.mlu.current_device())
+
+# ---- every collective ----------------------------------------------------------------------------
+x = torch.arange(6, dtype=torch.float32, device=dev) + 10 * rank
+dist.broadcast(x, src=1)
+found["broadcast"] = x.cpu().tolist()
+
+parts = [torch.empty(3, device=dev) for _ in range(world)]
+dist.all_gather(parts, torch.full((3,), float(rank), device=dev))
+found["all_gather"] = [p.cpu().tolist() for p in parts]
+
+big = torch.empty(4 * world, device=dev)
+dist.all_gather_into_tensor(big, torch.full((4,), rank + 0.5, device=dev))
+found["all_gather_into_tensor"] = big.cpu().tolist()
+
+scattered = torch.empty(2, device=dev)
+dist.reduce_scatter_tensor(scattered, torch.arange(2 * world, dtype=torch.float32, device=dev) * (rank + 1))
+found["reduce_scatter_tensor"] = scattered.cpu().tolist()
+
+m = torch.tensor([float(rank), -float(rank)], device=dev)
+dist.all_reduce(m, op=dist.ReduceOp.MAX)
+found["all_reduce_max"] = m.cpu().tolist()
+
+a2a_out = torch.empty(world, device=dev)
+dist.all_to_all_single(a2a_out, torch.arange(world, dtype=torch.float32, device=dev) + 100 * rank)
+found["all_to_all_single"] = a2a_out.cpu().tolist()
+
+if rank == 0:
+    dist.send(torch.tensor([42.0, 43.0], device=dev), dst=1)
+    found["recv"] = None
+else:
+    got = torch.empty(2, device=dev)
+    dist.recv(got, src=0)
+    found["recv"] = got.cpu().tolist()
+
+objs = [None] * world
+dist.all_gather_object(objs, {"rank": rank})
+found["all_gather_object"] = objs
+dist.barrier()
+
+# ---- a DDP step against single-device training on the whole batch -------------------------------
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+reference.load_state_dict(model.state_dict())
+g = torch.Generator().manual_seed(1)
+batch = torch.randn(2 * world, 8, generator=g)
+target = torch.randn(2 * world, 4, generator=g)
+
+ddp = torch.nn.parallel.DistributedDataParallel(model.to(dev), device_ids=None)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+mine = slice(2 * rank, 2 * rank + 2)
+loss = torch.nn.functional.mse_loss(ddp(batch[mine].to(dev)), target[mine].to(dev))
+loss.backward()
+opt.step()
+
+ref_dev = reference.to(dev)  # the single-device run: the same step on the concatenated batch
+ref_opt = torch.optim.SGD(ref_dev.parameters(), lr=0.1)
+torch.nn.functional.mse_loss(ref_dev(batch.to(dev)), target.to(dev)).backward()
+ref_opt.step()
+found["ddp_max_param_diff"] = max(
+    (p.detach().cpu() - q.detach().cpu()).abs().max().item() for p, q in zip(ddp.module.parameters(), ref_dev.parameters()))
+
+pg = dist.group.WORLD
+found["collectives"] = [list(c) for c in pg.collectives]
+found["comm_ns"] = pg.comm_ns
+with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+    json.dump(found, f)
+dist.destroy_process_group()

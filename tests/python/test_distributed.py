@@ -1,0 +1,93 @@
+"""torch.distributed backend "cncl" across processes (torch_mlu/distributed.py): the seed's
+all_reduce snippet under torchrun on 2 processes, every collective against the values it must
+give, a DDP step against single-device training on the whole batch, and simulated end times that
+every rank computes identically."""
+
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch.distributed as dist
+
+import torch_mlu
+from torch_mlu import distributed as cncl
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cncl")
+    env = dict(os.environ, MLUSIM_CONFIG="mlu370-x8", OMP_NUM_THREADS="1")
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(HERE / "distributed_worker.py"), str(out)],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    found = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    return run.stdout, found
+
+
+def test_seed_all_reduce_snippet_gives_three(two_ranks):
+    stdout, found = two_ranks
+    assert "rank 0: all_reduce result (should be 3.0): 3.0" in stdout
+    assert "rank 1: all_reduce result (should be 3.0): 3.0" in stdout
+    assert [f["all_reduce"] for f in found] == [3.0, 3.0]
+
+
+def test_every_collective_moves_the_right_values(two_ranks):
+    _, found = two_ranks
+    for r, f in enumerate(found):
+        assert f["broadcast"] == [10.0 + i for i in range(6)], r  # rank 1's arange + 10
+        assert f["all_gather"] == [[0.0] * 3, [1.0] * 3]
+        assert f["all_gather_into_tensor"] == [0.5] * 4 + [1.5] * 4
+        # rank k keeps block k of sum over ranks of arange(4) * (rank + 1) = arange(4) * 3
+        assert f["reduce_scatter_tensor"] == [3.0 * (2 * r), 3.0 * (2 * r + 1)]
+        assert f["all_reduce_max"] == [1.0, 0.0]
+        assert f["all_to_all_single"] == [float(r), 100.0 + r]  # element r of every rank's input
+        assert f["all_gather_object"] == [{"rank": 0}, {"rank": 1}]
+    assert found[1]["recv"] == [42.0, 43.0]
+
+
+def test_ddp_step_matches_single_device_training_on_the_whole_batch(two_ranks):
+    _, found = two_ranks
+    for f in found:
+        assert f["ddp_max_param_diff"] < 1e-6
+
+
+def test_every_rank_computes_the_same_end_times(two_ranks):
+    _, found = two_ranks
+    ends = [[c[3] for c in f["collectives"] if c[0] != "send_recv"] for f in found]
+    assert len(ends[0]) == len(ends[1]) > 10
+    assert ends[0] == ends[1], "the end time of a collective is a function of everyone's arrivals"
+    for f in found:
+        assert all(c[3] >= c[2] for c in f["collectives"]), "a collective never ends before its rank arrives"
+        assert f["comm_ns"] > 0
+
+
+def test_time_model_formulas():
+    fig = {"mlu_link_gbps": 200.0, "mlu_link_latency_ns": 1000.0, "dram_latency_ns": 120.0, "dram_gbps": 307.2,
+           "host_link_gbps": 26.0, "host_link_latency_ns": 1000.0}
+    a, s, n = 1120.0, 64 * 2**20, 8
+    ring = 2 * (n - 1) * a + (n - 1) * (s / n) * (3 / 307.2) + (n - 1) * (s / n) * (1 / 200.0)
+    assert cncl.model_time_ns("all_reduce", s, n, fig) == pytest.approx(ring)
+    # 8 bytes on 8 ranks: latency-bound, the tree (3 levels up and down) wins.
+    assert cncl.model_time_ns("all_reduce", 8, n, fig) == pytest.approx(2 * 3 * (a + 8 * 3 / 307.2))
+    assert cncl.model_time_ns("all_gather", s, n, fig) == pytest.approx((n - 1) * (a + s / n / 200.0))
+    assert cncl.model_time_ns("all_reduce", s, 1, fig) == 0.0
+    # Without MLU-Link, through the host: half the host link's bandwidth, twice its latency.
+    host = dict(fig, mlu_link_gbps=0.0)
+    assert cncl.model_time_ns("send_recv", 1000, 2, host) == pytest.approx(2 * (1000 + 120) + 1000 / 13.0)
+    with pytest.raises(ValueError, match="no time model"):
+        cncl.model_time_ns("gather", 8, 2, fig)
+    assert math.isfinite(cncl.model_time_ns("reduce_scatter", s, n, fig))
+
+
+def test_backend_is_registered_for_mlu():
+    assert "CNCL" in dist.Backend._plugins
+    assert dist.Backend._plugins["CNCL"].creator_fn is not None
+    assert torch_mlu.distributed.BACKEND_NAME == "cncl"

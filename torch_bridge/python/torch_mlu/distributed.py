@@ -1,0 +1,440 @@
+"""torch.distributed backend "cncl" for device "mlu" (NCCL's place on the MLU), across processes.
+
+    dist.init_process_group(backend="cncl")        # under torchrun: one process per rank
+    torch.mlu.set_device(local_rank)
+    dist.all_reduce(t)                              # t on "mlu"
+
+Each rank process simulates its own chip. A collective's data travels between the processes over
+an inner Gloo group (torch.distributed's own TCP transport, on the same store); the bytes move in
+and out of the simulated device with untimed copies, and the collective's simulated time comes
+from the interconnect model, computed the same way on every rank from all ranks' arrival times:
+
+    end = max over ranks of arrival + model time
+
+so runs are deterministic and `torchrun --nnodes N` spreads a simulated system over real
+machines. The model (the schedules of the cncl C library, cncl/src/algorithms.h), with
+n ranks, S bytes, a = link latency + DRAM latency (ns), B = link bandwidth, D = DRAM bandwidth
+(GB/s = bytes/ns), the link being MLU-Link (mlu_link.*) when the config has one, else the host
+link both ways (half its bandwidth, twice its latency):
+    all_reduce       ring: 2(n-1) a + (n-1)(S/n) max(1/B, 3/D) + (n-1)(S/n)/B
+                     tree: 2 ceil(log2 n) (a + S max(1/B, 3/D)); the smaller (link-only estimate
+                     decides, as the C library does)
+    reduce_scatter   (n-1) (a + (S_in/n) max(1/B, 3/D))
+    all_gather       (n-1) (a + (S_out/n) / B)
+    broadcast        (2n-2) (a + (S/n) / B)              (chain of n slices)
+    reduce           the reduce-scatter's time + the all-gather's (a bound on the chain)
+    all_to_all       a + (n-1) (S/n) / B                 (every rank's port sends n-1 blocks)
+    send/recv        a + S / B
+    barrier          all_reduce of 4 bytes
+A reduce-scatter step's reduction costs a chip 3 bytes of DRAM traffic per byte received (reads
+two, writes one); copies over the links are not charged to DRAM (as in the simulator's
+interconnect, sim/src/interconnect/interconnect.h). Each collective call also costs the
+calling thread one kernel launch of host time (host.launch_overhead_ns), as CNCL launches one
+kernel per rank.
+
+Ordering, like ProcessGroupNCCL: a collective reads its input once the calling thread's current
+stream has produced it; its result is ready on the group's own stream at the model's end time.
+Work.wait() (and futures' callbacks, DDP's included) make the current stream wait for that, so
+compute overlaps communication on the device; the host does not block. What is approximated: the
+arrival time is found by waiting on the host for the current stream to reach the collective (the
+device then idles until the host queues more work), and the collective's link and DRAM traffic
+does not slow the chip's concurrent kernels.
+"""
+
+import datetime
+import math
+
+import torch
+import torch.distributed as dist
+from torch.futures import Future
+
+from . import _C
+
+BACKEND_NAME = "cncl"
+
+_REDUCE_OPS = (
+    (dist.ReduceOp.SUM, "sum"),
+    (dist.ReduceOp.PRODUCT, "product"),
+    (dist.ReduceOp.MAX, "max"),
+    (dist.ReduceOp.MIN, "min"),
+    (dist.ReduceOp.AVG, "avg"),
+)
+
+
+def _op_name(reduce_op):
+    """"sum", "product", "max", "min" or "avg"; None for the others (premul_sum, bitwise ops).
+    Options carry a ReduceOp wrapper that compares equal to its RedOpType but does not hash like it."""
+    for op, name in _REDUCE_OPS:
+        if reduce_op == op:
+            return name
+    return None
+
+
+def _link(fig):
+    """(a ns, B GB/s, D GB/s) of the model."""
+    if fig["mlu_link_gbps"] > 0:
+        a, b = fig["mlu_link_latency_ns"] + fig["dram_latency_ns"], fig["mlu_link_gbps"]
+    else:
+        a, b = 2 * (fig["host_link_latency_ns"] + fig["dram_latency_ns"]), fig["host_link_gbps"] / 2
+    return a, b, fig["dram_gbps"]
+
+
+def model_time_ns(op, nbytes, ranks, fig):
+    """Simulated time of collective `op` over `ranks` ranks, `nbytes` as the model defines S for it
+    (see the module docstring); 0 for one rank."""
+    n = ranks
+    if n <= 1:
+        return 0.0
+    a, b, d = _link(fig)
+    s = float(nbytes)
+    if op == "all_reduce":
+        ring = 2 * (n - 1) * a + (n - 1) * (s / n) * max(1 / b, 3 / d) + (n - 1) * (s / n) / b
+        steps = math.ceil(math.log2(n))
+        tree = 2 * steps * (a + s * max(1 / b, 3 / d))
+        ring_link_only = 2 * (n - 1) * (a + s / n / b)
+        tree_link_only = 2 * steps * (a + s / b)
+        return ring if ring_link_only < tree_link_only else tree
+    if op == "reduce_scatter":
+        return (n - 1) * (a + (s / n) * max(1 / b, 3 / d))
+    if op == "all_gather":
+        return (n - 1) * (a + (s / n) / b)
+    if op == "broadcast":
+        return (2 * n - 2) * (a + (s / n) / b)
+    if op == "reduce":
+        return (n - 1) * (a + (s / n) * max(1 / b, 3 / d)) + (n - 1) * (a + (s / n) / b)
+    if op == "all_to_all":
+        return a + (n - 1) * (s / n) / b
+    if op == "send_recv":
+        return a + s / b
+    raise ValueError(f"cncl: no time model for {op!r}")
+
+
+class _CnclWork(dist._Work):
+    """A collective enqueued on the group's stream: its result is ready when `event` completes."""
+
+    def __init__(self, result, event, device):
+        super().__init__()
+        self._result = result
+        self._event = event
+        self._future = Future(devices=[device])
+        with torch.mlu.device(device):
+            # Completed on the group's stream (the current stream while `event` was recorded):
+            # the future's callbacks wait for the stream, not for the host.
+            self._future.set_result(result)
+
+    def is_completed(self):
+        return self._event.query()
+
+    def is_success(self):
+        return True
+
+    def wait(self, timeout=None):
+        torch.mlu.current_stream(self._event.device).wait_event(self._event)
+        return True
+
+    def synchronize(self):
+        self._event.synchronize()
+
+    def result(self):
+        return self._result
+
+    def get_future(self):
+        return self._future
+
+
+class ProcessGroupCNCL(dist.ProcessGroup):
+    """The "cncl" process group (see the module docstring). Create it through
+    dist.init_process_group(backend="cncl") or dist.new_group(backend="cncl")."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("cncl_transport", store), rank, size, timeout)
+        self._fig = dict(_C.interconnect_figures())
+        self._streams = {}
+        self._check_same_system()
+        self.comm_ns = 0.0     # simulated time of this rank's collectives (arrival to end), summed
+        self.collectives = []  # per collective: (op, bytes, arrival_ns, end_ns)
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+    def _check_same_system(self):
+        """Every rank must simulate the same config: the model's figures must agree."""
+        mine = torch.tensor([self._fig["mlu_link_gbps"], self._fig["mlu_link_latency_ns"], self._fig["dram_gbps"],
+                             self._fig["host_link_gbps"]], dtype=torch.float64)
+        everyone = [torch.empty_like(mine) for _ in range(self.size())]
+        self._gloo.allgather([everyone], [mine]).wait()
+        for r, other in enumerate(everyone):
+            if not torch.equal(other, mine):
+                raise RuntimeError(f"cncl: rank {r} simulates a different interconnect ({other.tolist()}) than rank "
+                                   f"{self.rank()} ({mine.tolist()}); load the same config on every rank")
+
+    # ---- the common path --------------------------------------------------------------------------
+
+    def _stream(self, device):
+        if device.index not in self._streams:
+            self._streams[device.index] = torch.mlu.Stream(device)
+        return self._streams[device.index]
+
+    @staticmethod
+    def _on_cpu(tensors):
+        """CPU tensors (object collectives pick "cpu" for a Python process group) go straight to
+        the inner Gloo group: host memory, no simulated time, as a "cpu:gloo" backend would."""
+        return all(t.device.type == "cpu" for t in tensors)
+
+    @staticmethod
+    def _device_of(tensors, what):
+        devices = {t.device for t in tensors}
+        if len(devices) != 1 or next(iter(devices)).type != "mlu":
+            raise ValueError(f"cncl {what}: tensors must all be on one mlu device, got {sorted(map(str, devices))}")
+        for t in tensors:
+            if not t.is_contiguous():
+                raise ValueError(f"cncl {what}: tensors must be contiguous")
+        return next(iter(devices))
+
+    def _arrive(self, device):
+        """This rank's arrival: the simulated time its current stream reaches the collective (the
+        host waits for it), after the host's launch cost."""
+        _C.host_advance(self._fig["launch_overhead_ns"])
+        torch.mlu.current_stream(device).synchronize()
+        return _C.host_time_ns()
+
+    def _finish(self, op, nbytes, arrival, device, result):
+        """Everyone's arrivals -> the end time; the group's stream holds until then."""
+        mine = torch.tensor([arrival], dtype=torch.float64)
+        everyone = torch.empty(self.size(), dtype=torch.float64)
+        self._gloo._allgather_base(everyone, mine).wait()
+        end = float(everyone.max()) + model_time_ns(op, nbytes, self.size(), self._fig)
+        stream = self._stream(device)
+        stream.wait_stream(torch.mlu.current_stream(device))
+        _C.queue_hold_until(device.index, stream.stream_id, end)
+        with torch.mlu.stream(stream):
+            event = torch.mlu.Event()
+            event.record(stream)
+            work = _CnclWork(result, event, device)
+        for t in result if isinstance(result, list) else [result]:
+            if isinstance(t, torch.Tensor) and t.device.type == "mlu":
+                t.record_stream(stream)
+        self.comm_ns += end - arrival
+        self.collectives.append((op, nbytes, arrival, end))
+        return work
+
+    @staticmethod
+    def _to_host(t):
+        host = torch.empty(t.shape, dtype=t.dtype)
+        if t.numel():
+            _C.memcpy_untimed(host.data_ptr(), t.data_ptr(), t.numel() * t.element_size(), False)
+        return host
+
+    @staticmethod
+    def _to_device(host, t):
+        if t.numel():
+            _C.memcpy_untimed(t.data_ptr(), host.data_ptr(), t.numel() * t.element_size(), True)
+
+    # ---- collectives -----------------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts):
+        if self._on_cpu(tensors):
+            return self._gloo.allreduce(tensors, opts)
+        device = self._device_of(tensors, "all_reduce")
+        op = _op_name(opts.reduceOp)
+        if op is None:
+            raise ValueError(f"cncl all_reduce: reduce op {opts.reduceOp} is not supported")
+        arrival = self._arrive(device)
+        hosts = [self._to_host(t) for t in tensors]
+        gloo_opts = dist.AllreduceOptions()
+        gloo_opts.reduceOp = dist.ReduceOp.SUM if op == "avg" else opts.reduceOp
+        self._gloo.allreduce(hosts, gloo_opts).wait()
+        for h, t in zip(hosts, tensors):
+            if op == "avg":
+                h.div_(self.size())
+            self._to_device(h, t)
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        return self._finish("all_reduce", nbytes, arrival, device, tensors)
+
+    def allreduce_coalesced(self, tensors, opts):
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors, opts):
+        if self._on_cpu(tensors):
+            return self._gloo.broadcast(tensors, opts)
+        device = self._device_of(tensors, "broadcast")
+        arrival = self._arrive(device)
+        hosts = [self._to_host(t) for t in tensors]
+        gloo_opts = dist.BroadcastOptions()
+        gloo_opts.rootRank = opts.rootRank
+        gloo_opts.rootTensor = opts.rootTensor
+        self._gloo.broadcast(hosts, gloo_opts).wait()
+        for h, t in zip(hosts, tensors):
+            self._to_device(h, t)
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        return self._finish("broadcast", nbytes, arrival, device, tensors)
+
+    def allgather(self, output_lists, inputs, opts=None):
+        if self._on_cpu(list(inputs) + [t for out in output_lists for t in out]):
+            return self._gloo.allgather(output_lists, inputs)
+        device = self._device_of(list(inputs) + [t for out in output_lists for t in out], "all_gather")
+        arrival = self._arrive(device)
+        host_in = [self._to_host(t) for t in inputs]
+        host_out = [[torch.empty(t.shape, dtype=t.dtype) for t in out] for out in output_lists]
+        self._gloo.allgather(host_out, host_in).wait()
+        for hs, ts in zip(host_out, output_lists):
+            for h, t in zip(hs, ts):
+                self._to_device(h, t)
+        nbytes = sum(t.numel() * t.element_size() for out in output_lists for t in out)
+        return self._finish("all_gather", nbytes, arrival, device, output_lists)
+
+    def _allgather_base(self, output, input, opts=None):
+        if self._on_cpu([output, input]):
+            return self._gloo._allgather_base(output, input)
+        device = self._device_of([output, input], "all_gather_into_tensor")
+        arrival = self._arrive(device)
+        host_out = torch.empty(output.shape, dtype=output.dtype)
+        self._gloo._allgather_base(host_out, self._to_host(input)).wait()
+        self._to_device(host_out, output)
+        return self._finish("all_gather", output.numel() * output.element_size(), arrival, device, [output])
+
+    def reduce_scatter(self, outputs, input_lists, opts):
+        device = self._device_of(list(outputs) + [t for ins in input_lists for t in ins], "reduce_scatter")
+        arrival = self._arrive(device)
+        for out, ins in zip(outputs, input_lists):
+            host_in = torch.cat([self._to_host(t).reshape(-1) for t in ins])
+            host_out = torch.empty(out.numel(), dtype=out.dtype)
+            self._reduce_scatter_host(host_out, host_in, opts)
+            self._to_device(host_out, out)
+        nbytes = sum(t.numel() * t.element_size() for ins in input_lists for t in ins)
+        return self._finish("reduce_scatter", nbytes, arrival, device, outputs)
+
+    def _reduce_scatter_base(self, output, input, opts):
+        device = self._device_of([output, input], "reduce_scatter_tensor")
+        arrival = self._arrive(device)
+        host_out = torch.empty(output.numel(), dtype=output.dtype)
+        self._reduce_scatter_host(host_out, self._to_host(input).reshape(-1), opts)
+        self._to_device(host_out, output)
+        return self._finish("reduce_scatter", input.numel() * input.element_size(), arrival, device, [output])
+
+    def _reduce_scatter_host(self, host_out, host_in, opts):
+        # Gloo has no reduce-scatter for every dtype: all-reduce, then keep this rank's block.
+        op = _op_name(opts.reduceOp)
+        if op is None:
+            raise ValueError(f"cncl reduce_scatter: reduce op {opts.reduceOp} is not supported")
+        gloo_opts = dist.AllreduceOptions()
+        gloo_opts.reduceOp = dist.ReduceOp.SUM if op == "avg" else opts.reduceOp
+        self._gloo.allreduce([host_in], gloo_opts).wait()
+        if op == "avg":
+            host_in.div_(self.size())
+        block = host_out.numel()
+        host_out.copy_(host_in[self.rank() * block:(self.rank() + 1) * block])
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts):
+        device = self._device_of([output, input], "all_to_all_single")
+        arrival = self._arrive(device)
+        host_out = torch.empty(output.shape, dtype=output.dtype)
+        self._gloo.alltoall_base(host_out, self._to_host(input), output_split_sizes, input_split_sizes,
+                                 dist.AllToAllOptions()).wait()
+        self._to_device(host_out, output)
+        return self._finish("all_to_all", input.numel() * input.element_size(), arrival, device, [output])
+
+    # PyTorch 2.14's names for the single-tensor collectives (all_gather_into_tensor,
+    # reduce_scatter_tensor, all_to_all_single call these), and their coalesced forms.
+    def all_gather_single(self, output, input, opts=None):
+        return self._allgather_base(output, input, opts)
+
+    def reduce_scatter_single(self, output, input, opts):
+        return self._reduce_scatter_base(output, input, opts)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        return self._coalesced([self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts):
+        return self._coalesced([self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)], outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    def _coalesced(self, works, outputs):
+        """One Work for several: the last one's stream event follows all of them (one stream)."""
+        return works[-1] if works else _CnclWork(outputs, torch.mlu.Event(), torch.device("mlu", torch.mlu.current_device()))
+
+    def reduce(self, tensors, opts):
+        if self._on_cpu(tensors):
+            return self._gloo.reduce(tensors, opts)
+        device = self._device_of(tensors, "reduce")
+        op = _op_name(opts.reduceOp)
+        if op is None or op == "avg":
+            raise ValueError(f"cncl reduce: reduce op {opts.reduceOp} is not supported")
+        arrival = self._arrive(device)
+        hosts = [self._to_host(t) for t in tensors]
+        gloo_opts = dist.ReduceOptions()
+        gloo_opts.reduceOp = opts.reduceOp
+        gloo_opts.rootRank = opts.rootRank
+        gloo_opts.rootTensor = opts.rootTensor
+        self._gloo.reduce(hosts, gloo_opts).wait()
+        if self.rank() == opts.rootRank:
+            for h, t in zip(hosts, tensors):
+                self._to_device(h, t)
+        # A chain toward the root (the C library's schedule) costs what the broadcast chain does,
+        # with the reduction's DRAM term on every hop: modelled as a reduce-scatter of the whole
+        # buffer followed by a gather of it, the ring's upper bound.
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        return self._finish("reduce", nbytes, arrival, device, tensors)
+
+    def barrier(self, opts=None):
+        device = torch.device("mlu", torch.mlu.current_device())
+        token = torch.zeros(1, device=device)
+        return self.allreduce([token], dist.AllreduceOptions())
+
+    def send(self, tensors, dst, tag):
+        if self._on_cpu(tensors):
+            return self._gloo.send(tensors, dst, tag)
+        device = self._device_of(tensors, "send")
+        arrival = self._arrive(device)
+        self._gloo.send([self._to_host(t) for t in tensors], dst, tag).wait()
+        # The receiver's end time needs the sender's arrival: it travels after the data.
+        self._gloo.send([torch.tensor([arrival], dtype=torch.float64)], dst, tag).wait()
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        return self._finish_p2p(nbytes, arrival, arrival, device, tensors)
+
+    def recv(self, tensors, src, tag):
+        if self._on_cpu(tensors):
+            return self._gloo.recv(tensors, src, tag)
+        device = self._device_of(tensors, "recv")
+        arrival = self._arrive(device)
+        hosts = [torch.empty(t.shape, dtype=t.dtype) for t in tensors]
+        self._gloo.recv(hosts, src, tag).wait()
+        sent = torch.empty(1, dtype=torch.float64)
+        self._gloo.recv([sent], src, tag).wait()
+        for h, t in zip(hosts, tensors):
+            self._to_device(h, t)
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        return self._finish_p2p(nbytes, arrival, max(arrival, float(sent)), device, tensors)
+
+    def _finish_p2p(self, nbytes, arrival, start, device, result):
+        end = start + model_time_ns("send_recv", nbytes, 2, self._fig)
+        stream = self._stream(device)
+        stream.wait_stream(torch.mlu.current_stream(device))
+        _C.queue_hold_until(device.index, stream.stream_id, end)
+        with torch.mlu.stream(stream):
+            event = torch.mlu.Event()
+            event.record(stream)
+            work = _CnclWork(result, event, device)
+        self.comm_ns += end - arrival
+        self.collectives.append(("send_recv", nbytes, arrival, end))
+        return work
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupCNCL(store, rank, size, timeout)
+
+
+def _register():
+    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(BACKEND_NAME, _create, devices=["mlu"])
+
+
+if dist.is_available():
+    _register()

@@ -1,0 +1,72 @@
+// The driver calls behind the "cncl" process group (torch_mlu/distributed.py): untimed copies for
+// the bytes that travel between rank processes over Gloo, the host clock, and a queue operation
+// that ends at the simulated time the interconnect model gives. No torch headers.
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <cnrt.h>
+#include <mlusim_ext.h>
+
+#include "mlusim/torch/api.h"
+
+namespace mlusim::bridge {
+
+namespace {
+
+void check(cnrtRet_t r, const std::string& what) {
+  if (r != cnrtSuccess)
+    throw std::runtime_error(what + ": " + cnrtGetErrorName(r) + " (" + mlusimGetLastErrorMessage() + ")");
+}
+
+// The host function of queue_hold_until: runs when the queue reaches it, on a runtime thread
+// whose clock is the time it started, and moves that clock to the target.
+void hold_until(void* arg) {
+  std::unique_ptr<double> until(static_cast<double*>(arg));
+  double now = 0;
+  if (mlusimGetHostTime(&now) != cnrtSuccess) return;
+  if (*until > now) mlusimHostAdvance(*until - now);
+}
+
+}  // namespace
+
+void memcpy_untimed(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, bool to_device) {
+  check(mlusimMemcpyNoTime(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes,
+                           to_device ? cnrtMemcpyHostToDev : cnrtMemcpyDevToHost),
+        "mlusimMemcpyNoTime");
+}
+
+double host_time_ns() {
+  double ns = 0;
+  check(mlusimGetHostTime(&ns), "mlusimGetHostTime");
+  return ns;
+}
+
+void host_advance(double ns) { check(mlusimHostAdvance(ns), "mlusimHostAdvance"); }
+
+void queue_hold_until(int device, std::int64_t queue_id, double until_ns) {
+  if (!std::isfinite(until_ns)) throw std::invalid_argument("queue_hold_until: time must be finite");
+  cnrtQueue_t q = queue_handle(device, queue_id);
+  auto* arg = new double(until_ns);
+  const cnrtRet_t r = cnrtInvokeHostFunc(q, hold_until, arg);
+  if (r != cnrtSuccess) delete arg;
+  check(r, "cnrtInvokeHostFunc");
+}
+
+InterconnectFigures interconnect_figures() {
+  const sim::HardwareConfig c = driver::loaded_config();
+  InterconnectFigures f;
+  f.devices = static_cast<int>(c.device_count);
+  f.mlu_link_gbps = c.mlu_link_bandwidth_gbps;
+  f.mlu_link_latency_ns = c.mlu_link_latency_ns;
+  f.host_link_gbps = c.host_link_bandwidth_gbps;
+  f.host_link_latency_ns = c.host_link_latency_ns;
+  f.dram_gbps = c.dram_bandwidth_gbps;
+  f.dram_latency_ns = c.dram_latency_ns;
+  f.launch_overhead_ns = c.launch_overhead_ns;
+  f.config_name = c.name;
+  return f;
+}
+
+}  // namespace mlusim::bridge
