@@ -2,10 +2,12 @@
 // (calibration_table.h) on a simulated chip with libmlu's kernels (validate_runner.h) and prints,
 // per row, the measured and simulated cycles and the signed error, then the mean absolute error
 // (MAE) over the rows. --json prints the same as one JSON document. docs/fidelity.md uses it.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,12 +74,13 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
     const double measured = r.row->measured_cycles;
     std::printf("%-30s %-7s %12.0f %12.0f %+7.1f%% %7u %5.0f%% %12.0f\n", r.row->workload.c_str(),
                 workload_kind_name(r.row->kind), measured, r.sim.simulated_cycles, r.sim.error_pct(measured),
-                r.sim.kernels, 100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles),
+                r.sim.kernels,
+                100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()),
                 r.sim.bound_cycles);
   }
   std::printf("\nMAE over %zu rows: %.1f%%\n", results.size(), mean_abs_error(results));
-  std::printf("(error = (simulated - measured) / measured; TFU = TFU busy cycles / simulated cycles; bound =\n"
-              " roofline floor max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth) in cycles)\n");
+  std::printf("(error = (simulated - measured) / measured; TFU = TFU busy cycles / (simulated cycles x cores);\n"
+              " bound = roofline floor max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth) in cycles)\n");
 }
 
 void print_json(const ValidateOptions& o, const CalibrationTable& t, const ValidateRunner& runner,

@@ -33,7 +33,7 @@ struct RowResult {
   double simulated_ns = 0;        // the same span in ns
   std::uint32_t kernels = 0;      // kernel launches of the op
   double kernel_cycles = 0;       // sum of the kernels' own spans; simulated - this = gaps between kernels
-  std::uint64_t tfu_cycles = 0;   // TFU busy cycles (the sum of its intrinsics' cycle formulas)
+  std::uint64_t tfu_cycles = 0;   // TFU busy cycles, summed over all cores (its intrinsics' cycle formulas)
   std::uint64_t tfu_intrinsics = 0;
   double bound_cycles = 0;        // roofline bound: max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth)
   std::uint64_t dram_bytes = 0;   // bytes the kernels read from and wrote to DRAM
