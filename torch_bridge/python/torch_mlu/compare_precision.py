@@ -47,7 +47,8 @@ def _parse_args(argv):
     p.add_argument("--no-backward", action="store_true", help="forward only")
     p.add_argument("--threshold", type=float, default=1e-5, help="relative error that flags a tensor (default 1e-5)")
     p.add_argument("--cpu-margin", type=float, default=10.0,
-                   help="also require the device error above this many times the CPU float32 error (0: off; default 10)")
+                   help="also require the device error above this many times the CPU float32 error "
+                        "(0: off; default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights, the inputs and each run (default 0)")
     p.add_argument("--config", help="simulated hardware preset or YAML file (default: $MLUSIM_CONFIG or mlu370-x4)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")

@@ -69,7 +69,8 @@ def _check_args(model, inputs, loss_fn, threshold, cpu_margin, mode, dropout):
             continue
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
                 or value < 0 or (value == 0 and not allow_zero):
-            raise ValueError(f"compare: {name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+            bound = ">= 0" if allow_zero else "> 0"
+            raise ValueError(f"compare: {name} must be a finite number {bound}, got {value!r}")
     if mode not in _MODES:
         raise ValueError(f"compare: mode must be 'train', 'eval' or None (keep the model's), got {mode!r}")
     if dropout not in _DROPOUT:

@@ -73,7 +73,8 @@ class TensorDiff:
                 "rel_err_without_kink": _num(self.rel_err_without_kink), "note": self.note}
 
     def __repr__(self):
-        return f"TensorDiff({self.name!r}, rel_err={self.rel_err:.3g}, cpu_rel_err={self.cpu_rel_err:.3g}, flagged={self.flagged})"
+        return (f"TensorDiff({self.name!r}, rel_err={self.rel_err:.3g}, cpu_rel_err={self.cpu_rel_err:.3g}, "
+                f"flagged={self.flagged})")
 
 
 def _error(ref, got):
@@ -109,7 +110,10 @@ def tensor_diff(name, ref, cpu, dev, threshold, cpu_margin, unit_roundoff):
     cpu_abs, cpu_rel, cpu_note = _error(ref, cpu)
     if cpu_note and not note:
         note = "CPU run: " + cpu_note
-    ratio = rel_err / max(cpu_rel, unit_roundoff) if not math.isinf(cpu_rel) else (math.inf if math.isinf(rel_err) else 0.0)
+    if math.isinf(cpu_rel):  # the CPU run itself failed (shape, missing): no ratio to speak of
+        ratio = math.inf if math.isinf(rel_err) else 0.0
+    else:
+        ratio = rel_err / max(cpu_rel, unit_roundoff)
     flagged = rel_err > threshold and (not cpu_margin or ratio > cpu_margin)
     over = 0
     if dev is not None and tuple(dev.shape) == tuple(ref.shape) and ref.numel():
@@ -177,7 +181,8 @@ class LayerDiff:
     def to_json(self):
         worst = self.worst
         return {"order": self.order, "module": self.module, "call": self.call, "name": self.name, "type": self.type,
-                "flagged": self.flagged, "explained_by_kink": self.explained_by_kink, "worst": worst.name if worst else None,
+                "flagged": self.flagged, "explained_by_kink": self.explained_by_kink,
+                "worst": worst.name if worst else None,
                 "abs_err": _num(self.abs_err), "rel_err": _num(self.rel_err),
                 "worst_rel_err": _num(worst.rel_err) if worst else None,
                 "worst_cpu_rel_err": _num(worst.cpu_rel_err) if worst else None,
@@ -186,7 +191,8 @@ class LayerDiff:
                 "tensors": [t.to_json() for t in self.tensors], "inputs": [t.to_json() for t in self.inputs]}
 
     def __repr__(self):
-        return f"LayerDiff({self.phase}, {self.name!r}, {self.type}, rel_err={self.rel_err:.3g}, flagged={self.flagged})"
+        return (f"LayerDiff({self.phase}, {self.name!r}, {self.type}, rel_err={self.rel_err:.3g}, "
+                f"flagged={self.flagged})")
 
 
 class PrecisionReport:
@@ -236,7 +242,8 @@ class PrecisionReport:
         return {"mlusim_precision": 1, "settings": dict(self.settings),
                 "definitions": {"rel_err": "max|x - ref64| / max|ref64| per tensor",
                                 "ratio": "rel_err / max(cpu_rel_err, unit roundoff of the model dtype)",
-                                "flagged": "rel_err > threshold and ratio > cpu_margin (threshold alone when cpu_margin is 0/None)"},
+                                "flagged": "rel_err > threshold and ratio > cpu_margin "
+                                           "(threshold alone when cpu_margin is 0/None)"},
                 "ok": self.ok, "forward": phase("forward"), "backward": phase("backward"),
                 "parameters": [p.to_json() for p in self.parameters], "cpu_fallback_ops": dict(self.cpu_fallback_ops)}
 
@@ -274,7 +281,8 @@ class PrecisionReport:
                          f"{_fmt(max(p.cpu_rel_err for p in self.parameters))}; worst ratio: {worst.name} "
                          f"(rel {_fmt(worst.rel_err)}, CPU {_fmt(worst.cpu_rel_err)})")
             for p in flagged[: max_rows if max_rows is not None else len(flagged)]:
-                lines.append(f"  ! {p.name:<48} rel {_fmt(p.rel_err)}  CPU rel {_fmt(p.cpu_rel_err)}  ratio {_fmt(p.ratio)}"
+                lines.append(f"  ! {p.name:<48} rel {_fmt(p.rel_err)}  CPU rel {_fmt(p.cpu_rel_err)}  "
+                             f"ratio {_fmt(p.ratio)}"
                              + (f"  ({p.note})" if p.note else ""))
         return "\n".join(lines)
 
@@ -288,16 +296,18 @@ class PrecisionReport:
             head += (f"first flagged: {first.name} ({first.type}) {w.name} rel {_fmt(w.rel_err)}, "
                      f"CPU rel {_fmt(w.cpu_rel_err)}")
             if origin is None:
-                head += ("; no flagged layer had correct inputs"
-                         + (" (forward values or output gradients): fix the forward first" if name == "backward" else ""))
+                head += "; no flagged layer had correct inputs"
+                if name == "backward":
+                    head += " (forward values or output gradients): fix the forward first"
             elif origin is not first:
                 w = origin.worst
                 head += f"; error starts at: {origin.name} ({origin.type}) {w.name} rel {_fmt(w.rel_err)}"
             if origin is not None and origin.explained_by_kink:
                 w = origin.worst
-                head += (f"\n  {origin.name}: {w.kink_elements} of {_numel(w.shape)} elements had their forward input on the "
-                         f"other side of 0 than in float64 (an activation kink: the gradient jumps there); without them "
-                         f"rel {_fmt(w.rel_err_without_kink)}. Rounding sensitivity of this input, not a kernel fault.")
+                head += (f"\n  {origin.name}: {w.kink_elements} of {_numel(w.shape)} elements had their forward input "
+                         f"on the other side of 0 than in float64 (an activation kink: the gradient jumps there); "
+                         f"without them rel {_fmt(w.rel_err_without_kink)}. Rounding sensitivity of this input, "
+                         f"not a kernel fault.")
         out = [head]
         if not layers:
             return out
@@ -336,8 +346,8 @@ class PrecisionReport:
                f"<p>{esc(str(s.get('model')))} on {esc(str(s.get('device')))} ({esc(str(s.get('config')))}); "
                f"CPU {esc(str(s.get('dtype')))} for comparison; {esc(str(s.get('mode')))} mode; loss = "
                f"{esc(str(s.get('loss')))}. rel = max|x &minus; ref64| / max|ref64| per tensor; flagged when rel &gt; "
-               f"{s.get('threshold'):g}" + (f" and &gt; {s.get('cpu_margin'):g}&times; the CPU's" if s.get("cpu_margin") else "")
-               + "</p>"]
+               f"{s.get('threshold'):g}"
+               + (f" and &gt; {s.get('cpu_margin'):g}&times; the CPU's" if s.get("cpu_margin") else "") + "</p>"]
         if self.cpu_fallback_ops:
             out.append("<p>CPU fallback during the device run: " + esc(", ".join(
                 f"{op} x{n}" for op, n in sorted(self.cpu_fallback_ops.items()))) + "</p>")
@@ -350,7 +360,8 @@ class PrecisionReport:
                 f"first flagged: {first.name} ({first.type})"
                 + ("; no flagged layer had correct inputs" if origin is None else
                    (f"; error starts at: {origin.name} ({origin.type})" if origin is not first else ""))
-                + (f"; explained by an activation kink: {origin.worst.note}" if origin is not None and origin.explained_by_kink else ""))
+                + (f"; explained by an activation kink: {origin.worst.note}"
+                   if origin is not None and origin.explained_by_kink else ""))
             out.append(f"<h3>{name}: {len(layers)} module calls</h3><p>{esc(summary)}</p>")
             out.append("<details" + (" open" if first else "") + "><summary>layers</summary><table><thead><tr>"
                        "<th>#</th><th>module</th><th>type</th><th>tensor</th><th>max abs</th><th>rel</th>"
@@ -367,10 +378,11 @@ class PrecisionReport:
         if self.parameters:
             out.append(f"<h3>parameter gradients: {len(flagged)} of {len(self.parameters)} flagged</h3>")
             if flagged:
-                out.append("<table><thead><tr><th>parameter</th><th>rel</th><th>CPU rel</th><th>ratio</th></tr></thead><tbody>")
+                out.append("<table><thead><tr><th>parameter</th><th>rel</th><th>CPU rel</th><th>ratio</th></tr>"
+                           "</thead><tbody>")
                 for p in flagged:
-                    out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in
-                                                (p.name, _fmt(p.rel_err), _fmt(p.cpu_rel_err), _fmt(p.ratio))) + "</tr>")
+                    cells = (p.name, _fmt(p.rel_err), _fmt(p.cpu_rel_err), _fmt(p.ratio))
+                    out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
                 out.append("</tbody></table>")
         out.append("</section>")
         section = "\n".join(out)
