@@ -303,10 +303,10 @@ void Runtime::start_op_unchecked(const OpPtr& op) {
       return;
     }
     case OpKind::kPeerCopy: {
-      const bool mlu_link = sim.config().mlu_link_bandwidth_gbps > 0 && op->peer_device != op->device;
-      if (mlu_link) {
+      if (sim.peer_reachable(op->device, op->peer_device)) {  // MLU-Link or the network
         sim::HostCopy c = op->copy;
         c.kind = sim::HostCopy::Kind::kToPeer;
+        c.peer_device = op->peer_device;
         c.host_dst = sim.device(op->peer_device).gdram_backing(op->peer_dst, c.bytes);
         sim.device(op->device).submit_copy(c, done);
         return;

@@ -90,6 +90,7 @@ found["ddp_max_param_diff"] = max(
 pg = dist.group.WORLD
 found["collectives"] = [list(c) for c in pg.collectives]
 found["comm_ns"] = pg.comm_ns
+found["comm_report"] = pg.comm_report()
 with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
     json.dump(found, f)
 dist.destroy_process_group()

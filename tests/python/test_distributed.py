@@ -67,6 +67,9 @@ def test_every_rank_computes_the_same_end_times(two_ranks):
     for f in found:
         assert all(c[3] >= c[2] for c in f["collectives"]), "a collective never ends before its rank arrives"
         assert f["comm_ns"] > 0
+        ar = f["comm_report"]["all_reduce"]
+        assert ar["calls"] >= 3 and ar["bytes"] > 0
+        assert ar["busbw_gbps"] == pytest.approx(ar["algbw_gbps"] * 2 * (2 - 1) / 2)
 
 
 def test_time_model_formulas():
@@ -82,6 +85,12 @@ def test_time_model_formulas():
     # Without MLU-Link, through the host: half the host link's bandwidth, twice its latency.
     host = dict(fig, mlu_link_gbps=0.0)
     assert cncl.model_time_ns("send_recv", 1000, 2, host) == pytest.approx(2 * (1000 + 120) + 1000 / 13.0)
+    # Ranks across hosts: the network's figures.
+    cluster = dict(fig, chips_per_host=4, nic_gbps=25.0, nic_latency_ns=2000.0)
+    assert cncl.model_time_ns("all_gather", s, n, cluster) == pytest.approx((n - 1) * (2120.0 + s / n / 25.0))
+    # Explicit links (some neighbours unlinked): the host link.
+    sparse = dict(fig, mlu_link_topology="explicit")
+    assert cncl.model_time_ns("send_recv", 1000, 2, sparse) == pytest.approx(2 * (1000 + 120) + 1000 / 13.0)
     with pytest.raises(ValueError, match="no time model"):
         cncl.model_time_ns("gather", 8, 2, fig)
     assert math.isfinite(cncl.model_time_ns("reduce_scatter", s, n, fig))

@@ -18,6 +18,7 @@ Command add_validate_command(CLI::App& app);  // needs libmlu (links the driver)
 #ifdef MLUSIM_CLI_WITH_TORCH
 Command add_run_command(CLI::App& app);      // needs the PyTorch bridge
 Command add_compare_command(CLI::App& app);
+Command add_compare_precision_command(CLI::App& app);  // runs python -m torch_mlu.compare_precision
 #endif
 
 }  // namespace mlusim::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
 #ifdef MLUSIM_CLI_WITH_TORCH
   const mlusim::cli::Command run = mlusim::cli::add_run_command(app);
   const mlusim::cli::Command compare = mlusim::cli::add_compare_command(app);
+  const mlusim::cli::Command compare_precision = mlusim::cli::add_compare_precision_command(app);
 #endif
   CLI11_PARSE(app, argc, argv);
   try {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
 #ifdef MLUSIM_CLI_WITH_TORCH
     if (app.got_subcommand("run")) return run();
     if (app.got_subcommand("compare")) return compare();
+    if (app.got_subcommand("compare-precision")) return compare_precision();
 #endif
   } catch (const mlusim::sim::ConfigError& e) {
     std::fprintf(stderr, "mlusim: invalid config: %s\n", e.what());

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "config/schema.h"
+#include "config/topology.h"
 #include "config/tree.h"
 #include "config/values.h"
 
@@ -302,6 +303,19 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
     fail({a.rows, a.cols}, std::string(a.rows) + " = " + std::to_string(a.array.rows) + " but " + a.cols + " = " +
                                std::to_string(a.array.cols) +
                                ": set both to 0 (dtype unsupported by the TFU) or both above 0");
+  }
+
+  // The chips' links (config/topology.h): a valid name, pairs inside the system and its hosts,
+  // no chip over its ports.
+  try {
+    Topology topology(topology_spec(c));
+    if (topology.hosts() > 1 && c.network_nic_bandwidth_gbps <= 0)
+      fail({"network.nic_bandwidth_gbps", "network.chips_per_host", "devices"},
+           "network.nic_bandwidth_gbps is 0, but devices = " + std::to_string(c.device_count) +
+               " with network.chips_per_host = " + std::to_string(c.network_chips_per_host) + " makes " +
+               std::to_string(topology.hosts()) + " hosts: chips of different hosts need a network");
+  } catch (const std::invalid_argument& e) {
+    fail({"mlu_link.topology", "mlu_link.links", "mlu_link.ports", "network.chips_per_host", "devices"}, e.what());
   }
 
   // Pageable copies are staged through pinned buffers, so they cannot beat pinned ones.

@@ -36,6 +36,7 @@ constexpr double kMaxPes = 4096;
 // Arrays per core: real cores have a few (TPU v2/v3: 2 MXUs per TensorCore, v4/v5p: 4); 64 x the
 // largest array still gives per-core peaks (64 x 4096^2 MACs/cycle) far inside 64-bit counters.
 constexpr double kMaxArrays = 64;
+constexpr const char* kPortsWhy = "a chip links to at most the 15 others of a 16-chip system";
 constexpr const char* kArraysWhy = "real cores have 1 to 4 tensor arrays; 64 leaves room for what-if studies";
 
 }  // namespace
@@ -95,6 +96,17 @@ const std::vector<Field>& schema() {
       {"mlu_link.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::mlu_link_bandwidth_gbps,
        zero_or_between(kMinGbps, kMaxGbps, kRateWhy)},
       {"mlu_link.latency_ns", ValueType::kReal, "ns", &HC::mlu_link_latency_ns, between(0, kMaxNs, kLatencyWhy)},
+      // How the chips are joined (config/topology.h). The defaults are what every preset meant
+      // before these keys: all chips of one host, each reaching every other directly.
+      {"mlu_link.topology", ValueType::kString, "", &HC::mlu_link_topology, any_value(), "full_mesh"},
+      {"mlu_link.ports", ValueType::kCount, "links", &HC::mlu_link_ports, between(0, 15, kPortsWhy), "15"},
+      {"mlu_link.links", ValueType::kString, "", &HC::mlu_link_links, any_value(), "none"},
+      {"network.chips_per_host", ValueType::kCount, "chips", &HC::network_chips_per_host,
+       between(1, 16, "the driver exposes at most 16 devices"), "16"},
+      // 0 GB/s: no scale-out network (every chip is in one host).
+      {"network.nic_bandwidth_gbps", ValueType::kReal, "GB/s", &HC::network_nic_bandwidth_gbps,
+       zero_or_between(kMinGbps, kMaxGbps, kRateWhy), "0"},
+      {"network.nic_latency_ns", ValueType::kReal, "ns", &HC::network_nic_latency_ns, between(0, kMaxNs, kLatencyWhy), "0"},
 
       // At least one fp32 lane (4 bytes); a power of two so 128-byte-aligned operands split evenly.
       {"vfu.width_bytes", ValueType::kBytes, "bytes", &HC::vfu_width_bytes, power_of_two(4, 65536)},

@@ -9,10 +9,12 @@
 #include <systemc>
 
 #include "device/device_impl.h"
+#include "interconnect/interconnect.h"
 
 namespace mlusim::sim {
 
-DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Picos epoch)
+DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Picos epoch,
+                       interconnect::Interconnect* interconnect_links)
     : config(cfg),
       index(idx),
       trace(tw),
@@ -27,7 +29,7 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
   host_to_device = fabric.add_resource("host link H2D", cfg.host_link_bandwidth_gbps);
   device_to_host = fabric.add_resource("host link D2H", cfg.host_link_bandwidth_gbps);
   pageable_staging = fabric.add_resource("pageable staging", cfg.host_link_pageable_gbps);
-  if (cfg.mlu_link_bandwidth_gbps > 0) mlu_link = fabric.add_resource("MLU-Link out", cfg.mlu_link_bandwidth_gbps);
+  links = interconnect_links;
   for (std::uint32_t c = 0; c < cfg.clusters; ++c) clusters.push_back(std::make_unique<Cluster>(*this, c));
   // DRAM bandwidth counter: the load on all channels after every rate change, one sample per
   // distinct value, so a timeline shows how close kernels come to dram.bandwidth_gbps.
@@ -111,8 +113,12 @@ std::optional<std::string> DeviceImpl::validate_copy(const HostCopy& copy) const
   if ((copy.kind == Kind::kHostToDevice && copy.host_src == nullptr && copy.bytes > 0) ||
       ((copy.kind == Kind::kDeviceToHost || copy.kind == Kind::kToPeer) && copy.host_dst == nullptr && copy.bytes > 0))
     return std::string("host buffer of a ") + std::to_string(copy.bytes) + "-byte copy is null";
-  if (copy.kind == Kind::kToPeer && config.mlu_link_bandwidth_gbps <= 0)
-    return "peer copy over MLU-Link: config " + config.name + " has no MLU-Link";
+  if (copy.kind == Kind::kToPeer &&
+      (links == nullptr || copy.peer_device < 0 || copy.peer_device >= static_cast<int>(config.device_count) ||
+       copy.peer_device == index ||
+       !links->reachable(static_cast<unsigned>(index), static_cast<unsigned>(copy.peer_device))))
+    return "peer copy mlu" + std::to_string(index) + " -> mlu" + std::to_string(copy.peer_device) +
+           ": config " + config.name + " has no MLU-Link path or network route between them";
   return std::nullopt;
 }
 
@@ -149,10 +155,7 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       src = gdram.backing(copy.device_src);
       dst = gdram.backing(copy.device_dst);
       break;
-    case Kind::kToPeer:  // lands in the peer's GDRAM: host_dst is its backing
-      uses.push_back({mlu_link, 1.0});
-      latency_ns += config.mlu_link_latency_ns;
-      add_dram_uses(copy.device_src, copy.bytes, payload, uses);
+    case Kind::kToPeer:  // lands in the peer's GDRAM (host_dst is its backing); timed by the interconnect
       src = gdram.backing(copy.device_src);
       dst = static_cast<std::uint8_t*>(copy.host_dst);
       break;
@@ -194,14 +197,20 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
     }
     if (on_done) on_done(now());
   };
+  if (copy.kind == Kind::kToPeer) {
+    links->start(static_cast<unsigned>(index), static_cast<unsigned>(copy.peer_device), static_cast<double>(copy.bytes),
+                 std::move(done), label);
+    return;
+  }
   fabric.start(TransferRequest{static_cast<double>(copy.bytes), ceil_ps(latency_ns * 1000.0, "copy latency"), std::move(uses),
                                std::move(done), label});
 }
 
 // ---------------------------------------------------------------------------------------------
 
-Device::Device(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps)
-    : impl_(std::make_unique<DeviceImpl>(config, index, trace, epoch_ps)) {}
+Device::Device(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps,
+               interconnect::Interconnect* links)
+    : impl_(std::make_unique<DeviceImpl>(config, index, trace, epoch_ps, links)) {}
 Device::~Device() = default;
 int Device::index() const { return impl_->index; }
 const HardwareConfig& Device::config() const { return impl_->config; }

@@ -21,7 +21,8 @@ namespace mlusim::sim {
 
 class DeviceImpl {
  public:
-  DeviceImpl(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps);
+  DeviceImpl(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps,
+             interconnect::Interconnect* links);
   ~DeviceImpl();
 
   const HardwareConfig config;
@@ -36,7 +37,8 @@ class DeviceImpl {
   GdramMemory gdram;
   BandwidthFabric fabric;
   std::vector<ResourceId> dram_channels;
-  ResourceId noc{}, host_to_device{}, device_to_host{}, pageable_staging{}, mlu_link{};
+  ResourceId noc{}, host_to_device{}, device_to_host{}, pageable_staging{};
+  interconnect::Interconnect* links = nullptr;  // the system's MLU-Link / network (peer copies)
   std::vector<std::unique_ptr<Cluster>> clusters;
   Scheduler scheduler;
   std::uint32_t copies_in_flight = 0;

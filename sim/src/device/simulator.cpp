@@ -1,5 +1,7 @@
 #include "mlusim/sim/simulator.h"
 
+#include "interconnect/interconnect.h"
+
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
@@ -61,6 +63,12 @@ const HardwareConfig& Simulator::config() const {
   return *config_;
 }
 
+bool Simulator::peer_reachable(int from, int to) const {
+  if (!interconnect_ || from < 0 || to < 0 || from >= device_count() || to >= device_count() || from == to)
+    return false;
+  return interconnect_->reachable(static_cast<unsigned>(from), static_cast<unsigned>(to));
+}
+
 Device& Simulator::device(int index) {
   if (index < 0 || index >= device_count())
     throw std::out_of_range("mlusim: device " + std::to_string(index) + " does not exist (" +
@@ -73,13 +81,16 @@ void Simulator::build(const HardwareConfig& config) {
     while (run_until_idle()) {
     }
     for (auto& d : devices_) d->shutdown();
+    if (interconnect_) interconnect_->fabric().shutdown();
     run_simulation(nullptr);  // let the shut-down threads return
     devices_.clear();
+    interconnect_.reset();
   }
   config_ = std::make_unique<HardwareConfig>(config);
   epoch_ps_ = static_cast<Picos>(sc_core::sc_time_stamp().value());
+  interconnect_ = std::make_unique<interconnect::Interconnect>(config);
   for (std::uint32_t i = 0; i < config.device_count; ++i)
-    devices_.push_back(std::make_unique<Device>(config, static_cast<int>(i), *trace_, epoch_ps_));
+    devices_.push_back(std::make_unique<Device>(config, static_cast<int>(i), *trace_, epoch_ps_, interconnect_.get()));
   trace_->set_metadata("config", config.name);
   // Start the new threads so they park in their first wait before any work arrives.
   const sc_core::sc_time zero = sc_core::SC_ZERO_TIME;

@@ -270,9 +270,9 @@ TEST_F(CnclTest, ErrorsNameWhatWasWrong) {
 
 // Ring all-reduce of S bytes on n ranks is never faster than the analytic bound
 // 2(n-1) (a + S / (n B)) (a = link + DRAM latency), and close to it when the links, not DRAM,
-// limit: tiny's DRAM moves 64 GB/s and a ring step costs a rank 4 bytes of DRAM traffic per byte
-// sent (the reduction reads two and writes one, the send reads one), so links of 8 GB/s are the
-// bottleneck and the ring's copies and reductions must overlap to come near the bound.
+// limit: tiny's DRAM moves 64 GB/s and a reduce-scatter step's reduction costs a rank 3 bytes of
+// DRAM traffic per byte received (reads two, writes one), so links of 8 GB/s are the bottleneck
+// and the ring's copies and reductions must overlap to come near the bound.
 TEST_F(CnclTest, RingAllReduceTimeAgainstTheAnalyticBound) {
   const double link_gbps = 8;
   start(4, link_gbps);

@@ -12,10 +12,13 @@ from the interconnect model, computed the same way on every rank from all ranks'
     end = max over ranks of arrival + model time
 
 so runs are deterministic and `torchrun --nnodes N` spreads a simulated system over real
-machines. The model (the schedules of the cncl C library, cncl/src/algorithms.h), with
-n ranks, S bytes, a = link latency + DRAM latency (ns), B = link bandwidth, D = DRAM bandwidth
-(GB/s = bytes/ns), the link being MLU-Link (mlu_link.*) when the config has one, else the host
-link both ways (half its bandwidth, twice its latency):
+machines. Rank r stands for chip r of the config's system (its host: r // network.chips_per_host).
+The model (the schedules of the cncl C library, cncl/src/algorithms.h), with n ranks, S bytes,
+a = link latency + DRAM latency (ns), B = link bandwidth, D = DRAM bandwidth (GB/s = bytes/ns), the
+link being the slowest kind a ring of the ranks crosses: the network (network.nic_*) when the
+ranks span hosts, else MLU-Link (mlu_link.*) when every chip of the host is linked to its
+neighbours (full_mesh or ring), else the host link both ways (half its bandwidth, twice its
+latency: an explicit or absent topology leaves some neighbours unlinked):
     all_reduce       ring: 2(n-1) a + (n-1)(S/n) max(1/B, 3/D) + (n-1)(S/n)/B
                      tree: 2 ceil(log2 n) (a + S max(1/B, 3/D)); the smaller (link-only estimate
                      decides, as the C library does)
@@ -70,9 +73,12 @@ def _op_name(reduce_op):
     return None
 
 
-def _link(fig):
-    """(a ns, B GB/s, D GB/s) of the model."""
-    if fig["mlu_link_gbps"] > 0:
+def _link(fig, ranks):
+    """(a ns, B GB/s, D GB/s) of the model for `ranks` ranks (chips 0..ranks-1)."""
+    per_host = fig.get("chips_per_host", 16)
+    if ranks > per_host:
+        a, b = fig["nic_latency_ns"] + fig["dram_latency_ns"], fig["nic_gbps"]
+    elif fig["mlu_link_gbps"] > 0 and fig.get("mlu_link_topology", "full_mesh") in ("full_mesh", "ring"):
         a, b = fig["mlu_link_latency_ns"] + fig["dram_latency_ns"], fig["mlu_link_gbps"]
     else:
         a, b = 2 * (fig["host_link_latency_ns"] + fig["dram_latency_ns"]), fig["host_link_gbps"] / 2
@@ -85,7 +91,7 @@ def model_time_ns(op, nbytes, ranks, fig):
     n = ranks
     if n <= 1:
         return 0.0
-    a, b, d = _link(fig)
+    a, b, d = _link(fig, n)
     s = float(nbytes)
     if op == "all_reduce":
         ring = 2 * (n - 1) * a + (n - 1) * (s / n) * max(1 / b, 3 / d) + (n - 1) * (s / n) / b
@@ -152,16 +158,49 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         self._fig = dict(_C.interconnect_figures())
         self._streams = {}
         self._check_same_system()
+        if self._fig["nic_gbps"] <= 0 and size > self._fig["chips_per_host"]:
+            raise RuntimeError(f"cncl: {size} ranks need {size} chips, more than one host of "
+                               f"{self._fig['chips_per_host']} chips and config {self._fig['config_name']} "
+                               "has no network (network.nic_bandwidth_gbps)")
         self.comm_ns = 0.0     # simulated time of this rank's collectives (arrival to end), summed
         self.collectives = []  # per collective: (op, bytes, arrival_ns, end_ns)
 
     def getBackendName(self):
         return BACKEND_NAME
 
+    # nccl-tests' bus-bandwidth factors: what each rank's link carries per byte of the operation.
+    _BUS_FACTOR = {
+        "all_reduce": lambda n: 2 * (n - 1) / n,
+        "reduce_scatter": lambda n: (n - 1) / n,
+        "all_gather": lambda n: (n - 1) / n,
+        "all_to_all": lambda n: (n - 1) / n,
+        "broadcast": lambda n: 1.0,
+        "reduce": lambda n: 1.0,
+        "send_recv": lambda n: 1.0,
+    }
+
+    def comm_report(self):
+        """Per collective kind, this rank's calls: {op: {calls, bytes, time_us, algbw_gbps,
+        busbw_gbps}} with time = end - arrival summed (simulated), algbw = bytes / time and
+        busbw = algbw x the nccl-tests factor of the op (2(n-1)/n for all_reduce, (n-1)/n for
+        all_gather / reduce_scatter / all_to_all, 1 for broadcast, reduce and send/recv)."""
+        out = {}
+        for op, nbytes, arrival, end in self.collectives:
+            r = out.setdefault(op, {"calls": 0, "bytes": 0, "time_us": 0.0})
+            r["calls"] += 1
+            r["bytes"] += nbytes
+            r["time_us"] += (end - arrival) / 1e3
+        for op, r in out.items():
+            algbw = r["bytes"] / (r["time_us"] * 1e3) if r["time_us"] > 0 else 0.0
+            r["algbw_gbps"] = algbw
+            r["busbw_gbps"] = algbw * self._BUS_FACTOR[op](self.size())
+        return out
+
     def _check_same_system(self):
         """Every rank must simulate the same config: the model's figures must agree."""
         mine = torch.tensor([self._fig["mlu_link_gbps"], self._fig["mlu_link_latency_ns"], self._fig["dram_gbps"],
-                             self._fig["host_link_gbps"]], dtype=torch.float64)
+                             self._fig["host_link_gbps"], self._fig["chips_per_host"], self._fig["nic_gbps"]],
+                            dtype=torch.float64)
         everyone = [torch.empty_like(mine) for _ in range(self.size())]
         self._gloo.allgather([everyone], [mine]).wait()
         for r, other in enumerate(everyone):

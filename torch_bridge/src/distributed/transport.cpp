@@ -65,6 +65,10 @@ InterconnectFigures interconnect_figures() {
   f.dram_gbps = c.dram_bandwidth_gbps;
   f.dram_latency_ns = c.dram_latency_ns;
   f.launch_overhead_ns = c.launch_overhead_ns;
+  f.mlu_link_topology = c.mlu_link_topology;
+  f.chips_per_host = static_cast<int>(c.network_chips_per_host);
+  f.nic_gbps = c.network_nic_bandwidth_gbps;
+  f.nic_latency_ns = c.network_nic_latency_ns;
   f.config_name = c.name;
   return f;
 }

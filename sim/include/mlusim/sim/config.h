@@ -76,7 +76,13 @@ struct HardwareConfig {
   double host_link_pageable_gbps;   // `host_link.pageable_bandwidth_gbps`: pageable host memory
   double host_link_latency_ns;      // `host_link.latency_ns`
   double mlu_link_bandwidth_gbps;   // `mlu_link.bandwidth_gbps`: 0 = no MLU-Link (peer copies via host)
-  double mlu_link_latency_ns;       // `mlu_link.latency_ns`
+  double mlu_link_latency_ns;       // `mlu_link.latency_ns`: per hop
+  std::string mlu_link_topology;    // `mlu_link.topology`: none | full_mesh | ring | explicit (config/topology.h)
+  std::uint32_t mlu_link_ports;     // `mlu_link.ports`: MLU-Link links a chip can have
+  std::string mlu_link_links;       // `mlu_link.links`: the pairs of an explicit topology ("0-1,1-2"), or none
+  std::uint32_t network_chips_per_host;  // `network.chips_per_host`: consecutive chips per host
+  double network_nic_bandwidth_gbps;     // `network.nic_bandwidth_gbps`: each chip's scale-out port, per direction
+  double network_nic_latency_ns;         // `network.nic_latency_ns`: chip to chip across hosts
 
   // --- VFU: a SIMD unit `vfu.width_bytes` wide ---
   std::uint32_t vfu_width_bytes;    // `vfu.width_bytes`: bytes processed per cycle (fp32 lanes = width/4)

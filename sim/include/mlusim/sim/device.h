@@ -26,8 +26,9 @@ class DeviceImpl;
 // (or the DMA fabric). The host buffer is read at start (host -> device) or written at
 // completion (device -> host); it must stay valid until on_done.
 struct HostCopy {
-  // kToPeer: device_src on this device -> host_dst, which is the backing of the peer device's
-  // range (Device::gdram_backing); timed over MLU-Link (requires mlu_link.bandwidth_gbps > 0).
+  // kToPeer: device_src on this device -> host_dst, which is the backing of device peer_device's
+  // range (Device::gdram_backing); timed over the interconnect (interconnect/interconnect.h:
+  // MLU-Link path or network), which must reach the peer (Simulator::peer_reachable).
   enum class Kind : std::uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset, kToPeer };
   Kind kind = Kind::kHostToDevice;
   std::uint64_t device_dst = 0;  // device address (kHostToDevice, kDeviceToDevice, kMemset)
@@ -38,11 +39,18 @@ struct HostCopy {
   bool pinned = false;            // host buffer is pinned: host link runs at full bandwidth
   int memset_value = 0;           // kMemset
   std::string label;              // trace/report label
+  int peer_device = -1;           // kToPeer: the receiving device
 };
+
+namespace interconnect {
+class Interconnect;
+}
 
 class Device {
  public:
-  Device(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps);
+  // `links`: the system's interconnect, which peer copies use (none: no peer copies).
+  Device(const HardwareConfig& config, int index, TraceWriter& trace, Picos epoch_ps,
+         interconnect::Interconnect* links = nullptr);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

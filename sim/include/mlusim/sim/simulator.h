@@ -17,6 +17,9 @@
 namespace mlusim::sim {
 
 class TraceWriter;
+namespace interconnect {
+class Interconnect;
+}
 
 class Simulator {
  public:
@@ -29,6 +32,9 @@ class Simulator {
   const HardwareConfig& config() const;
   int device_count() const { return static_cast<int>(devices_.size()); }
   Device& device(int index);  // throws std::out_of_range
+  // A copy from device `from` to device `to` can go over MLU-Link or the network (mlu_link.*,
+  // network.*); otherwise it is staged through the host. False for from == to or a bad index.
+  bool peer_reachable(int from, int to) const;
 
   // Runs until no activity is left (every launch and copy finished), or until a completion
   // callback calls pause(). Returns true when it stopped because of pause().
@@ -47,6 +53,7 @@ class Simulator {
   Simulator();
   ~Simulator();
   std::unique_ptr<HardwareConfig> config_;
+  std::unique_ptr<interconnect::Interconnect> interconnect_;  // built before the devices, which use it
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<TraceWriter> trace_;
   Picos epoch_ps_ = 0;

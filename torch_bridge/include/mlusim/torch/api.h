@@ -187,6 +187,9 @@ struct InterconnectFigures {
   double host_link_gbps = 0, host_link_latency_ns = 0;
   double dram_gbps = 0, dram_latency_ns = 0;
   double launch_overhead_ns = 0;
+  std::string mlu_link_topology;       // none | full_mesh | ring | explicit
+  int chips_per_host = 16;
+  double nic_gbps = 0, nic_latency_ns = 0;
   std::string config_name;
 };
 InterconnectFigures interconnect_figures();

@@ -161,6 +161,10 @@ PYBIND11_MODULE(_C, m) {
     d["dram_gbps"] = f.dram_gbps;
     d["dram_latency_ns"] = f.dram_latency_ns;
     d["launch_overhead_ns"] = f.launch_overhead_ns;
+    d["mlu_link_topology"] = f.mlu_link_topology;
+    d["chips_per_host"] = f.chips_per_host;
+    d["nic_gbps"] = f.nic_gbps;
+    d["nic_latency_ns"] = f.nic_latency_ns;
     d["config_name"] = f.config_name;
     return d;
   });
