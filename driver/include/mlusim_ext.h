@@ -104,6 +104,17 @@ cnrtRet_t mlusimHostAdvance(double ns);
  * cnrtErrorMemcpyDirectionInvalid: another dir. bytes == 0: success. */
 cnrtRet_t mlusimMemcpyNoTime(void *dst, const void *src, size_t bytes, cnrtMemTransDir_t dir);
 
+/* When the notifier's latest placement completes (or the caller's clock, if later), in ns on the
+ * host clock's scale, without the caller waiting: the simulation runs until then, the caller's
+ * clock stays where it was, and no host sync is counted. For models that need a time in the
+ * simulated future, such as torch_mlu's "cncl" process group finding when a rank's stream reaches
+ * a collective while its host keeps queuing work. Side effect: the simulation is then ahead of the
+ * caller, so work the caller queues on an idle queue afterwards starts no earlier than that time
+ * (work on busy queues is unaffected: it runs after what is queued there anyway).
+ * Thread safety: any thread. cnrtErrorArgsInvalid: ns NULL. cnrtErrorInvalidResourceHandle: bad
+ * notifier. cnrtErrorIllegalState: never placed. */
+cnrtRet_t mlusimNotifierPeek(cnrtNotifier_t notifier, double *ns);
+
 /* The device a queue belongs to (NULL: the calling thread's current device, whose default queue
  * NULL names). No host time. For libraries that must check a queue against a device (CNCL).
  * cnrtErrorArgsInvalid: device is NULL. cnrtErrorInvalidResourceHandle: queue is not a live queue.

@@ -1,5 +1,6 @@
 // Notifier management: create, destroy, place, query, wait, elapsed time.
 #include "api_support.h"
+#include "mlusim_ext.h"
 
 using namespace mlusim::driver;
 
@@ -123,6 +124,23 @@ cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t notifier) {
     NotifierPtr n = rt.find_notifier(notifier);
     if (!n) return bad_notifier(t, "cnrtWaitNotifier", notifier);
     if (OpPtr p = n->placement) rt.wait(lk, {p}, t, "cnrtWaitNotifier");
+    return cnrtSuccess;
+  });
+}
+
+cnrtRet_t mlusimNotifierPeek(cnrtNotifier_t notifier, double* ns) {
+  return api_call(HostCost::kNone, [&](Runtime& rt, HostThread& t) {
+    if (ns == nullptr) return t.fail(cnrtErrorArgsInvalid, "mlusimNotifierPeek: ns is NULL");
+    std::unique_lock<std::mutex> lk(rt.mu);
+    NotifierPtr n = rt.find_notifier(notifier);
+    if (!n) return bad_notifier(t, "mlusimNotifierPeek", notifier);
+    OpPtr p = n->placement;
+    if (!p) return t.fail(cnrtErrorIllegalState, "mlusimNotifierPeek: the notifier was never placed");
+    const Picos saved = t.clock;
+    rt.wait(lk, {p}, t, "mlusimNotifierPeek", false);
+    const Picos at = std::max(saved, p->end_ps);
+    t.clock = saved;  // the caller did not wait
+    *ns = static_cast<double>(at >= rt.epoch() ? at - rt.epoch() : 0) / 1000.0;
     return cnrtSuccess;
   });
 }

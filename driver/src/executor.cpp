@@ -36,7 +36,8 @@ void Runtime::submit(const OpPtr& op, const QueuePtr& q, const HostThread& t) {
   }
 }
 
-void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api) {
+void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api,
+                   bool count_as_sync) {
   const Picos called_at = t.clock;
   bool waited = false;
   for (const OpPtr& op : ops) waited = waited || !op->done || op->end_ps > called_at;
@@ -58,7 +59,7 @@ void Runtime::wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& o
     holds_[t.hold_id] = t.clock;
     wake_sim();
   }
-  if (waited && t.device < device_count()) {
+  if (waited && count_as_sync && t.device < device_count()) {
     DeviceState& d = device(t.device);
     ++d.host_syncs;
     d.host_sync_wait_ps += t.clock - called_at;

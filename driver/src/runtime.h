@@ -125,7 +125,10 @@ class Runtime {
   // Blocks until every op has completed; t's clock moves to the latest end. `api` names the
   // blocking call: a wait for unfinished work counts as a host sync of t's device (statistics,
   // activity record).
-  void wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api);
+  // `count_as_sync`: the wait is a blocking host call (statistics, activity records); false for
+  // mlusimNotifierPeek, whose caller restores its clock afterwards.
+  void wait(std::unique_lock<std::mutex>& lk, const std::vector<OpPtr>& ops, HostThread& t, const char* api,
+            bool count_as_sync = true);
 
   // mlusimActivityEnable/Read (mu held).
   ActivityLog activity;

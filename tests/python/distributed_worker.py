@@ -87,10 +87,43 @@ ref_opt.step()
 found["ddp_max_param_diff"] = max(
     (p.detach().cpu() - q.detach().cpu()).abs().max().item() for p, q in zip(ddp.module.parameters(), ref_dev.parameters()))
 
+# ---- FSDP2 (fully_shard over a 1-d DeviceMesh of "mlu") against the same single-device step ------
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+from torch.distributed.fsdp import fully_shard  # noqa: E402
+
+mesh = init_device_mesh("mlu", (world,))
+torch.manual_seed(0)
+sharded = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).to(dev)
+for layer in sharded:
+    if isinstance(layer, torch.nn.Linear):
+        fully_shard(layer, mesh=mesh)
+fully_shard(sharded, mesh=mesh)
+fsdp_opt = torch.optim.SGD(sharded.parameters(), lr=0.1)
+torch.nn.functional.mse_loss(sharded(batch[mine].to(dev)), target[mine].to(dev)).backward()
+fsdp_opt.step()
+found["fsdp2_max_param_diff"] = max(
+    (p.full_tensor().detach().cpu() - q.detach().cpu()).abs().max().item()
+    for p, q in zip(sharded.parameters(), ref_dev.parameters()))
+
 pg = dist.group.WORLD
 found["collectives"] = [list(c) for c in pg.collectives]
 found["comm_ns"] = pg.comm_ns
-found["comm_report"] = pg.comm_report()
+
+# ---- DDP with small buckets: gradients of late layers are all-reduced while backward goes on ----
+# (DDP puts every gradient in one bucket in its first iteration and rebuilds its buckets in the
+# order gradients arrived; the second iteration is measured.)
+torch.manual_seed(0)
+deep = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU()) for _ in range(6)]).to(dev)
+deep_ddp = torch.nn.parallel.DistributedDataParallel(deep, bucket_cap_mb=1)  # ~one 1 MiB layer per bucket
+x = torch.randn(64, 512, generator=g).to(dev)
+deep_ddp(x).sum().backward()
+torch.mlu.synchronize()
+torch_mlu.reset_stats()
+pg.collectives.clear()
+deep_ddp(x).sum().backward()
+torch.mlu.synchronize()
+found["overlap_report"] = pg.comm_report()
+
 with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
     json.dump(found, f)
 dist.destroy_process_group()

@@ -123,6 +123,31 @@ TEST_F(ExtTest, HostAdvanceDelaysAHostFunctionsCompletion) {
   EXPECT_CNRT_ERROR(mlusimHostAdvance(std::nan("")), cnrtErrorArgsInvalid);
 }
 
+// Peeking at a notifier runs the simulation to it but leaves the caller's clock, and is no sync.
+TEST_F(ExtTest, NotifierPeekSeesTheFutureWithoutWaiting) {
+  cnrtQueue_t q;
+  ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
+  cnrtNotifier_t n, never;
+  ASSERT_EQ(cnrtNotifierCreate(&n), cnrtSuccess);
+  ASSERT_EQ(cnrtNotifierCreate(&never), cnrtSuccess);
+  ASSERT_EQ(cnrtInvokeHostFunc(q, [](void*) { mlusimHostAdvance(30000); }, nullptr), cnrtSuccess);
+  const double enqueued = host_ns();  // the host function started one API call before this
+  ASSERT_EQ(cnrtPlaceNotifier(n, q), cnrtSuccess);
+  const double before = host_ns();
+  double at = 0;
+  ASSERT_EQ(mlusimNotifierPeek(n, &at), cnrtSuccess);
+  EXPECT_NEAR(at, enqueued + 30000, 1.0) << "the host function's 30 us end";
+  EXPECT_EQ(host_ns(), before) << "the caller did not wait";
+  mlusimDeviceStats_t stats{};
+  ASSERT_EQ(mlusimGetDeviceStats(0, &stats), cnrtSuccess);
+  EXPECT_EQ(stats.host_syncs, 0u);
+  EXPECT_CNRT_ERROR(mlusimNotifierPeek(n, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimNotifierPeek(never, &at), cnrtErrorIllegalState);
+  EXPECT_CNRT_ERROR(mlusimNotifierPeek(nullptr, &at), cnrtErrorInvalidResourceHandle);
+  ASSERT_EQ(cnrtQueueSync(q), cnrtSuccess);
+  EXPECT_NEAR(host_ns(), at, 1.0) << "a real wait ends where the peek said";
+}
+
 // Untimed copies move the bytes and cost neither host nor device time.
 TEST_F(ExtTest, MemcpyNoTimeMovesBytesWithoutTime) {
   void* d = dmalloc(4096);

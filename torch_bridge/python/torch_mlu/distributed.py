@@ -38,10 +38,11 @@ kernel per rank.
 Ordering, like ProcessGroupNCCL: a collective reads its input once the calling thread's current
 stream has produced it; its result is ready on the group's own stream at the model's end time.
 Work.wait() (and futures' callbacks, DDP's included) make the current stream wait for that, so
-compute overlaps communication on the device; the host does not block. What is approximated: the
-arrival time is found by waiting on the host for the current stream to reach the collective (the
-device then idles until the host queues more work), and the collective's link and DRAM traffic
-does not slow the chip's concurrent kernels.
+compute overlaps communication on the device; the host does not block: a rank's arrival is found
+by running its simulation ahead to the point its current stream reaches the collective
+(mlusimNotifierPeek), not by waiting. What is approximated: with the simulation ahead of the host,
+work the host then queues on an idle stream starts no earlier than the arrival; the collective's
+link and DRAM traffic does not slow the chip's concurrent kernels.
 """
 
 import datetime
@@ -168,6 +169,20 @@ class ProcessGroupCNCL(dist.ProcessGroup):
     def getBackendName(self):
         return BACKEND_NAME
 
+    # The group's name and description (init_process_group / new_group set them; DeviceMesh and
+    # FSDP read them back through the C++ ProcessGroup, which asks the Python subclass).
+    def setGroupName(self, name):
+        self._group_name = name
+
+    def getGroupName(self):
+        return getattr(self, "_group_name", "")
+
+    def setGroupDesc(self, desc):
+        self._group_desc = desc
+
+    def getGroupDesc(self):
+        return getattr(self, "_group_desc", "")
+
     # nccl-tests' bus-bandwidth factors: what each rank's link carries per byte of the operation.
     _BUS_FACTOR = {
         "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -179,21 +194,38 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         "send_recv": lambda n: 1.0,
     }
 
-    def comm_report(self):
+    def comm_report(self, device=None):
         """Per collective kind, this rank's calls: {op: {calls, bytes, time_us, algbw_gbps,
-        busbw_gbps}} with time = end - arrival summed (simulated), algbw = bytes / time and
+        busbw_gbps, overlap}} with time = end - arrival summed (simulated), algbw = bytes / time,
         busbw = algbw x the nccl-tests factor of the op (2(n-1)/n for all_reduce, (n-1)/n for
-        all_gather / reduce_scatter / all_to_all, 1 for broadcast, reduce and send/recv)."""
+        all_gather / reduce_scatter / all_to_all, 1 for broadcast, reduce and send/recv), and
+        overlap = the share of that time during which the rank's device ran kernels (compute
+        hidden behind communication, as DDP's bucketing aims for; kernels since the last
+        torch_mlu.reset_stats())."""
+        index = torch.mlu.current_device() if device is None else torch.device(device).index
+        spans = sorted(_C.kernel_spans(index))
+        merged = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+
+        def busy(a, b):
+            return sum(max(0.0, min(b, e) - max(a, s)) for s, e in merged)
+
         out = {}
         for op, nbytes, arrival, end in self.collectives:
-            r = out.setdefault(op, {"calls": 0, "bytes": 0, "time_us": 0.0})
+            r = out.setdefault(op, {"calls": 0, "bytes": 0, "time_us": 0.0, "_busy_us": 0.0})
             r["calls"] += 1
             r["bytes"] += nbytes
             r["time_us"] += (end - arrival) / 1e3
+            r["_busy_us"] += busy(arrival, end) / 1e3
         for op, r in out.items():
             algbw = r["bytes"] / (r["time_us"] * 1e3) if r["time_us"] > 0 else 0.0
             r["algbw_gbps"] = algbw
             r["busbw_gbps"] = algbw * self._BUS_FACTOR[op](self.size())
+            r["overlap"] = r.pop("_busy_us") / r["time_us"] if r["time_us"] > 0 else 0.0
         return out
 
     def _check_same_system(self):
@@ -232,11 +264,17 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         return next(iter(devices))
 
     def _arrive(self, device):
-        """This rank's arrival: the simulated time its current stream reaches the collective (the
-        host waits for it), after the host's launch cost."""
+        """This rank's arrival: the simulated time its current stream reaches the collective, or
+        the host's time after the launch cost if later. Found by running the simulation ahead
+        (mlusimNotifierPeek): the host does not wait, so it goes on queuing work (backward
+        kernels) that overlaps the collective, as with a real device."""
         _C.host_advance(self._fig["launch_overhead_ns"])
-        torch.mlu.current_stream(device).synchronize()
-        return _C.host_time_ns()
+        marker = _C.notifier_create(device.index, False)
+        try:
+            _C.notifier_record(marker, device.index, torch.mlu.current_stream(device).stream_id)
+            return max(_C.notifier_peek_ns(marker), _C.host_time_ns())
+        finally:
+            _C.notifier_destroy(marker)
 
     def _finish(self, op, nbytes, arrival, device, result):
         """Everyone's arrivals -> the end time; the group's stream holds until then."""

@@ -5,6 +5,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <cnrt.h>
 #include <mlusim_ext.h>
@@ -43,6 +45,12 @@ double host_time_ns() {
   return ns;
 }
 
+double notifier_peek_ns(std::uintptr_t notifier) {
+  double ns = 0;
+  check(mlusimNotifierPeek(reinterpret_cast<cnrtNotifier_t>(notifier), &ns), "mlusimNotifierPeek");
+  return ns;
+}
+
 void host_advance(double ns) { check(mlusimHostAdvance(ns), "mlusimHostAdvance"); }
 
 void queue_hold_until(int device, std::int64_t queue_id, double until_ns) {
@@ -52,6 +60,19 @@ void queue_hold_until(int device, std::int64_t queue_id, double until_ns) {
   const cnrtRet_t r = cnrtInvokeHostFunc(q, hold_until, arg);
   if (r != cnrtSuccess) delete arg;
   check(r, "cnrtInvokeHostFunc");
+}
+
+std::vector<std::pair<double, double>> kernel_spans(int device) {
+  std::size_t n = 0;
+  check(mlusimGetKernelRecordCount(device, &n), "mlusimGetKernelRecordCount");
+  std::vector<std::pair<double, double>> spans;
+  spans.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    mlusimKernelRecord_t r{};
+    check(mlusimGetKernelRecord(device, i, &r), "mlusimGetKernelRecord");
+    spans.emplace_back(r.start_ns, r.end_ns);
+  }
+  return spans;
 }
 
 InterconnectFigures interconnect_figures() {

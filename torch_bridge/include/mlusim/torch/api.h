@@ -175,6 +175,9 @@ std::uint64_t op_calls();
 void memcpy_untimed(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, bool to_device);
 // The calling thread's simulated host clock, ns (mlusimGetHostTime).
 double host_time_ns();
+// When `notifier`'s placement completes, ns on the host clock's scale, without waiting for it
+// (mlusimNotifierPeek: the simulation runs ahead; the caller's clock stays).
+double notifier_peek_ns(std::uintptr_t notifier);
 // Advances the calling thread's host clock by `ns` (mlusimHostAdvance).
 void host_advance(double ns);
 // Queues on (device, queue_id) an operation that completes at host time `until_ns` (or as soon as
@@ -193,5 +196,8 @@ struct InterconnectFigures {
   std::string config_name;
 };
 InterconnectFigures interconnect_figures();
+// [start, end] of every kernel `device` ran since the last stats reset, ns on the host clock's scale
+// (mlusimGetKernelRecord): what a collective's time can overlap with.
+std::vector<std::pair<double, double>> kernel_spans(int device);
 
 }  // namespace mlusim::bridge

@@ -149,7 +149,9 @@ PYBIND11_MODULE(_C, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("host_time_ns", &b::host_time_ns);
   m.def("host_advance", &b::host_advance, py::arg("ns"));
+  m.def("notifier_peek_ns", &b::notifier_peek_ns, py::arg("notifier"), py::call_guard<py::gil_scoped_release>());
   m.def("queue_hold_until", &b::queue_hold_until, py::arg("device"), py::arg("queue_id"), py::arg("until_ns"));
+  m.def("kernel_spans", &b::kernel_spans, py::arg("device"));
   m.def("interconnect_figures", [] {
     const b::InterconnectFigures f = b::interconnect_figures();
     py::dict d;
