@@ -282,6 +282,11 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         everyone = torch.empty(self.size(), dtype=torch.float64)
         self._gloo._allgather_base(everyone, mine).wait()
         end = float(everyone.max()) + model_time_ns(op, nbytes, self.size(), self._fig)
+        return self._hold(op, nbytes, arrival, end, device, result)
+
+    def _hold(self, op, nbytes, arrival, end, device, result):
+        """The group's stream waits for the caller's current stream, then holds until `end`; the
+        Work (and its future) complete there; the result's memory stays in use until then."""
         stream = self._stream(device)
         stream.wait_stream(torch.mlu.current_stream(device))
         _C.queue_hold_until(device.index, stream.stream_id, end)
@@ -492,16 +497,7 @@ class ProcessGroupCNCL(dist.ProcessGroup):
 
     def _finish_p2p(self, nbytes, arrival, start, device, result):
         end = start + model_time_ns("send_recv", nbytes, 2, self._fig)
-        stream = self._stream(device)
-        stream.wait_stream(torch.mlu.current_stream(device))
-        _C.queue_hold_until(device.index, stream.stream_id, end)
-        with torch.mlu.stream(stream):
-            event = torch.mlu.Event()
-            event.record(stream)
-            work = _CnclWork(result, event, device)
-        self.comm_ns += end - arrival
-        self.collectives.append(("send_recv", nbytes, arrival, end))
-        return work
+        return self._hold("send_recv", nbytes, arrival, end, device, result)
 
 
 def _create(store, rank, size, timeout):
