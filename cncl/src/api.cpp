@@ -159,6 +159,18 @@ cnclResult_t enqueue_collective(const char* fn, const CollectiveCall& call, std:
 
 std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
+// What the entry points need to size their buffer checks before validation runs: the clique's
+// rank count and the caller's rank (1 and -1 for a comm that is not live; validation reports it).
+struct CommShape {
+  std::size_t ranks = 1;
+  int rank = -1;
+};
+CommShape comm_shape(cnclComm_t comm) {
+  std::lock_guard<std::mutex> lk(lock());
+  if (live_comms().count(comm) == 0) return {};
+  return {static_cast<std::size_t>(comm->clique->ranks()), comm->rank};
+}
+
 }  // namespace
 
 extern "C" {
@@ -276,55 +288,35 @@ cnclResult_t cnclAllReduce(const void* sendbuff, void* recvbuff, size_t count, c
 cnclResult_t cnclBroadcast(const void* sendbuff, void* recvbuff, size_t count, cnclDataType_t datatype, int root,
                            cnclComm_t comm, cnrtQueue_t queue) {
   CollectiveCall c{CollectiveKind::kBroadcast, count, datatype, cnclSum, root, {addr(sendbuff), addr(recvbuff)}, queue};
-  bool is_root = false;
-  {
-    std::lock_guard<std::mutex> lk(lock());
-    is_root = live_comms().count(comm) != 0 && comm->rank == root;
-  }
+  const bool is_root = comm_shape(comm).rank == root;
   return enqueue_collective("cnclBroadcast", c, count, count, is_root, true, comm);
 }
 
 cnclResult_t cnclReduce(const void* sendbuff, void* recvbuff, size_t count, cnclDataType_t datatype, cnclReduceOp_t op,
                         int root, cnclComm_t comm, cnrtQueue_t queue) {
   CollectiveCall c{CollectiveKind::kReduce, count, datatype, op, root, {addr(sendbuff), addr(recvbuff)}, queue};
-  bool is_root = false;
-  {
-    std::lock_guard<std::mutex> lk(lock());
-    is_root = live_comms().count(comm) != 0 && comm->rank == root;
-  }
+  const bool is_root = comm_shape(comm).rank == root;
   return enqueue_collective("cnclReduce", c, count, count, true, is_root, comm);
 }
 
 cnclResult_t cnclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cnclDataType_t datatype,
                            cnclComm_t comm, cnrtQueue_t queue) {
   CollectiveCall c{CollectiveKind::kAllGather, sendcount, datatype, cnclSum, 0, {addr(sendbuff), addr(recvbuff)}, queue};
-  std::size_t n = 1;
-  {
-    std::lock_guard<std::mutex> lk(lock());
-    if (live_comms().count(comm)) n = static_cast<std::size_t>(comm->clique->ranks());
-  }
+  const std::size_t n = comm_shape(comm).ranks;
   return enqueue_collective("cnclAllGather", c, sendcount, sendcount * n, true, true, comm);
 }
 
 cnclResult_t cnclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cnclDataType_t datatype,
                                cnclReduceOp_t op, cnclComm_t comm, cnrtQueue_t queue) {
   CollectiveCall c{CollectiveKind::kReduceScatter, recvcount, datatype, op, 0, {addr(sendbuff), addr(recvbuff)}, queue};
-  std::size_t n = 1;
-  {
-    std::lock_guard<std::mutex> lk(lock());
-    if (live_comms().count(comm)) n = static_cast<std::size_t>(comm->clique->ranks());
-  }
+  const std::size_t n = comm_shape(comm).ranks;
   return enqueue_collective("cnclReduceScatter", c, recvcount * n, recvcount, true, true, comm);
 }
 
 cnclResult_t cnclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, cnclDataType_t datatype, cnclComm_t comm,
                           cnrtQueue_t queue) {
   CollectiveCall c{CollectiveKind::kAlltoAll, count, datatype, cnclSum, 0, {addr(sendbuff), addr(recvbuff)}, queue};
-  std::size_t n = 1;
-  {
-    std::lock_guard<std::mutex> lk(lock());
-    if (live_comms().count(comm)) n = static_cast<std::size_t>(comm->clique->ranks());
-  }
+  const std::size_t n = comm_shape(comm).ranks;
   if (count > 0 && sendbuff == recvbuff && sendbuff != nullptr)
     return fail(CNCL_RET_ERR_ARGUMENT, "cnclAlltoAll: sendbuff and recvbuff must differ");
   return enqueue_collective("cnclAlltoAll", c, count * n, count * n, true, true, comm);

@@ -77,15 +77,13 @@ RankQueues Clique::queues_for(const std::vector<cnrtQueue_t>& queues) {
 cnclResult_t Clique::ensure_scratch(const std::vector<std::size_t>& bytes) {
   for (std::size_t r = 0; r < bytes.size(); ++r) {
     if (bytes[r] <= scratch_bytes_[r]) continue;
-    int before = 0;
-    cnrtGetDevice(&before);
-    cnrtSetDevice(devices_[r]);
-    if (scratch_[r] != 0) cnrtFree(ptr(scratch_[r]));  // waits for work still using it
-    scratch_[r] = 0;
-    scratch_bytes_[r] = 0;
     void* p = nullptr;
-    const cnrtRet_t e = cnrtMalloc(&p, bytes[r]);
-    cnrtSetDevice(before);
+    const cnrtRet_t e = on_device(devices_[r], [&] {
+      if (scratch_[r] != 0) cnrtFree(ptr(scratch_[r]));  // waits for work still using it
+      scratch_[r] = 0;
+      scratch_bytes_[r] = 0;
+      return cnrtMalloc(&p, bytes[r]);
+    });
     if (e != cnrtSuccess)
       return fail(CNCL_RET_ERR_MEMORY, "scratch of " + std::to_string(bytes[r]) + " bytes on mlu" +
                                            std::to_string(devices_[r]) + ": " + cnrtGetErrorName(e));
