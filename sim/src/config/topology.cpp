@@ -30,13 +30,18 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
 
+std::string without_spaces(std::string s) {
+  s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+  return s;
+}
+
 // "0-1, 1-2" -> pairs; throws naming the entry that is not "<chip>-<chip>".
 std::vector<std::pair<unsigned, unsigned>> parse_pairs(const std::string& text) {
   std::vector<std::pair<unsigned, unsigned>> out;
   std::stringstream all(text);
   std::string item;
   while (std::getline(all, item, ',')) {
-    item.erase(std::remove_if(item.begin(), item.end(), [](unsigned char c) { return std::isspace(c); }), item.end());
+    item = without_spaces(item);
     if (item.empty()) continue;
     const std::size_t dash = item.find('-');
     const auto is_number = [](const std::string& s) {
@@ -71,12 +76,7 @@ TopologySpec topology_spec(const HardwareConfig& cfg) {
 Topology::Topology(const TopologySpec& spec) : spec_(spec), out_(spec.chips) {
   if (spec_.chips == 0) bad("a system needs at least one chip");
   if (spec_.chips_per_host == 0) bad("network.chips_per_host must be at least 1");
-  const std::string trimmed_links = [&] {
-    std::string s = spec_.links;
-    s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
-    return s;
-  }();
-  if (spec_.kind != TopologyKind::kExplicit && !trimmed_links.empty())
+  if (spec_.kind != TopologyKind::kExplicit && !without_spaces(spec_.links).empty())
     bad("mlu_link.links is only read with mlu_link.topology: explicit (topology is " +
         std::string(topology_name(spec_.kind)) + ")");
   for (unsigned h = 0; h < hosts(); ++h) {
