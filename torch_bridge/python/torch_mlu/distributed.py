@@ -302,6 +302,23 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         return work
 
     @staticmethod
+    def _reduce_op(opts, what):
+        """The op's name ("sum", ..., "avg"); ValueError naming the collective for the others."""
+        op = _op_name(opts.reduceOp)
+        if op is None:
+            raise ValueError(f"cncl {what}: reduce op {opts.reduceOp} is not supported")
+        return op
+
+    def _host_all_reduce(self, hosts, reduce_op, op):
+        """Gloo all-reduce of host tensors in place; avg is a sum divided by the group size."""
+        gloo_opts = dist.AllreduceOptions()
+        gloo_opts.reduceOp = dist.ReduceOp.SUM if op == "avg" else reduce_op
+        self._gloo.allreduce(hosts, gloo_opts).wait()
+        if op == "avg":
+            for h in hosts:
+                h.div_(self.size())
+
+    @staticmethod
     def _to_host(t):
         host = torch.empty(t.shape, dtype=t.dtype)
         if t.numel():
@@ -319,17 +336,11 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         if self._on_cpu(tensors):
             return self._gloo.allreduce(tensors, opts)
         device = self._device_of(tensors, "all_reduce")
-        op = _op_name(opts.reduceOp)
-        if op is None:
-            raise ValueError(f"cncl all_reduce: reduce op {opts.reduceOp} is not supported")
+        op = self._reduce_op(opts, "all_reduce")
         arrival = self._arrive(device)
         hosts = [self._to_host(t) for t in tensors]
-        gloo_opts = dist.AllreduceOptions()
-        gloo_opts.reduceOp = dist.ReduceOp.SUM if op == "avg" else opts.reduceOp
-        self._gloo.allreduce(hosts, gloo_opts).wait()
+        self._host_all_reduce(hosts, opts.reduceOp, op)
         for h, t in zip(hosts, tensors):
-            if op == "avg":
-                h.div_(self.size())
             self._to_device(h, t)
         nbytes = sum(t.numel() * t.element_size() for t in tensors)
         return self._finish("all_reduce", nbytes, arrival, device, tensors)
@@ -397,14 +408,7 @@ class ProcessGroupCNCL(dist.ProcessGroup):
 
     def _reduce_scatter_host(self, host_out, host_in, opts):
         # Gloo has no reduce-scatter for every dtype: all-reduce, then keep this rank's block.
-        op = _op_name(opts.reduceOp)
-        if op is None:
-            raise ValueError(f"cncl reduce_scatter: reduce op {opts.reduceOp} is not supported")
-        gloo_opts = dist.AllreduceOptions()
-        gloo_opts.reduceOp = dist.ReduceOp.SUM if op == "avg" else opts.reduceOp
-        self._gloo.allreduce([host_in], gloo_opts).wait()
-        if op == "avg":
-            host_in.div_(self.size())
+        self._host_all_reduce([host_in], opts.reduceOp, self._reduce_op(opts, "reduce_scatter"))
         block = host_out.numel()
         host_out.copy_(host_in[self.rank() * block:(self.rank() + 1) * block])
 
@@ -446,8 +450,7 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         if self._on_cpu(tensors):
             return self._gloo.reduce(tensors, opts)
         device = self._device_of(tensors, "reduce")
-        op = _op_name(opts.reduceOp)
-        if op is None or op == "avg":
+        if self._reduce_op(opts, "reduce") == "avg":  # Gloo's reduce has no avg
             raise ValueError(f"cncl reduce: reduce op {opts.reduceOp} is not supported")
         arrival = self._arrive(device)
         hosts = [self._to_host(t) for t in tensors]
