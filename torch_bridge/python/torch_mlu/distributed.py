@@ -381,9 +381,13 @@ class ProcessGroupCNCL(dist.ProcessGroup):
         if self._on_cpu([output, input]):
             return self._gloo._allgather_base(output, input)
         device = self._device_of([output, input], "all_gather_into_tensor")
+        if output.numel() != self.size() * input.numel():
+            raise ValueError(f"cncl all_gather_into_tensor: output has {output.numel()} elements, expected "
+                             f"{self.size()} ranks x {input.numel()}")
         arrival = self._arrive(device)
-        host_out = torch.empty(output.shape, dtype=output.dtype)
-        self._gloo._allgather_base(host_out, self._to_host(input)).wait()
+        # Flat buffers, as NCCL takes them (SyncBatchNorm gathers a [C] vector into a [1, W*C] one).
+        host_out = torch.empty(output.numel(), dtype=output.dtype)
+        self._gloo._allgather_base(host_out, self._to_host(input).reshape(-1)).wait()
         self._to_device(host_out, output)
         return self._finish("all_gather", output.numel() * output.element_size(), arrival, device, [output])
 

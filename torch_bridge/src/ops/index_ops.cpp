@@ -1,5 +1,6 @@
 // ATen indexing kernels over libmlu's index.h (index_select, gather, scatter_add, cat, embedding
-// forward and backward).
+// forward and backward, nonzero), and what is built on them: advanced indexing (integer and
+// boolean-mask indices) and masked_select.
 //
 // torch 1.13 dispatch: index_select, gather, scatter_add(_), cat (structured: functional + .out),
 // embedding_dense_backward have CPU/CUDA kernels only and need ours; embedding is
@@ -21,6 +22,8 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/lt.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/index.h>
+#include <ATen/ops/nonzero.h>
 #include <ATen/ops/broadcast_tensors.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
@@ -405,6 +408,59 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   return grad_weight;
 }
 
+// ---- nonzero ------------------------------------------------------------------------------------------
+
+// torch.nonzero: libmlu's count launch, one host read of the per-part counts (the result's size
+// depends on the data; CUDA's nonzero synchronises here too), then the fill launch.
+Tensor& nonzero_out(const Tensor& self, Tensor& out) {
+  OpScope op("aten::nonzero", self);
+  const char* name = op.name();
+  check_on_device(out, op.device(), name, "out");
+  check_out_dtype(out, at::kLong, name);
+  const std::int64_t ndim = self.dim();
+  if (self.numel() == 0) {
+    prepare_out(out, op.device(), {0, ndim}, name);
+    return out;
+  }
+  const Tensor x = self.contiguous();
+  const mlu::TensorDesc xd = desc(x, name);
+  const std::int64_t parts = mlu::nonzero_parts(op.handle(), xd);
+  const Tensor counts = empty_on(op.device(), {parts}, at::kLong);
+  op.check(mlu::nonzero_count(op.handle(), xd, x.data_ptr(), counts.data_ptr()), "nonzero_count");
+  const Tensor host_counts = counts.cpu();
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(parts));
+  std::int64_t total = 0;
+  for (std::int64_t p = 0; p < parts; ++p) {
+    offsets[static_cast<std::size_t>(p)] = total;
+    total += host_counts.data_ptr<std::int64_t>()[p];
+  }
+  prepare_out(out, op.device(), {total, ndim}, name);
+  Tensor y = out.is_contiguous() ? out : empty_on(op.device(), {total, ndim}, at::kLong);
+  op.check(mlu::nonzero_fill(op.handle(), xd, x.data_ptr(), offsets, desc(y, name), y.data_ptr()), "nonzero_fill");
+  if (!y.is_same(out)) device_copy(op, y, out);
+  return out;
+}
+
+Tensor nonzero(const Tensor& self) {
+  Tensor out = empty_on(self.device(), {0, self.dim()}, at::kLong);
+  return nonzero_out(self, out);
+}
+
+// masked_select(self, mask) = self[mask] after broadcasting both: nonzero of the mask, then the
+// advanced-indexing gather.
+Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
+  OpScope op("aten::masked_select", self);
+  TORCH_CHECK(mask.scalar_type() == at::kBool, op.name(), ": expected mask of dtype bool, got ", mask.scalar_type());
+  const std::vector<Tensor> b = at::broadcast_tensors({self, mask});
+  const Tensor picked = at::index(b[0], c10::List<std::optional<Tensor>>({b[1]}));
+  return write_out(picked, out, op.name());
+}
+
+Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  Tensor out = empty_on(self.device(), {0}, self.scalar_type());
+  return masked_select_out(self, mask, out);
+}
+
 }  // namespace
 
 // ---- advanced indexing: x[i0, i1, ...] ----------------------------------------------------------------
@@ -412,8 +468,8 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
 // index.Tensor with integer index tensors on the leading k dims (None only after them): the
 // indices broadcast together, negative ones wrap, flat = sum_j i_j * (size_{j+1} * ... *
 // size_{k-1}) is computed by elementwise integer kernels, and one index_select of self viewed as
-// [size_0 * ... * size_{k-1}, rest...] gathers the rows. Other forms (an index tensor after a None
-// or slice, boolean masks: they need nonzero) raise NotImplementedError. Out-of-range indices fault
+// [size_0 * ... * size_{k-1}, rest...] gathers the rows. A boolean mask is replaced by its
+// nonzero() columns first. An index tensor after a None or slice raises NotImplementedError. Out-of-range indices fault
 // the gather kernel (reported at the next synchronisation, like CUDA's device-side assert).
 Tensor& index_tensor_out(const Tensor& self, const c10::List<std::optional<Tensor>>& indices, Tensor& out) {
   OpScope op("aten::index.Tensor_out", self);
@@ -430,11 +486,23 @@ Tensor& index_tensor_out(const Tensor& self, const c10::List<std::optional<Tenso
     }
     TORCH_CHECK_NOT_IMPLEMENTED(!seen_none, name, ": an index tensor after a None/slice is not supported on device mlu "
                                 "(index the leading dims, or permute first)");
-    TORCH_CHECK_NOT_IMPLEMENTED(i->scalar_type() != at::kBool && i->scalar_type() != at::kByte, name,
-                                ": boolean mask indices are not supported on device mlu (they need nonzero)");
+    const Tensor on_device = i->device() == op.device() ? *i : i->to(op.device());  // CPU indices are allowed, as for CUDA
+    if (i->scalar_type() == at::kBool || i->scalar_type() == at::kByte) {
+      TORCH_CHECK_NOT_IMPLEMENTED(i->dim() > 0, name, ": a 0-d boolean index (x[True]) is not supported on device mlu");
+      // A mask over the next mask.dim() dims stands for the columns of its nonzero() (torch's
+      // expandTensors); its dims must match self's there.
+      const auto at_dim = static_cast<std::int64_t>(idx.size());
+      TORCH_CHECK_INDEX(at_dim + i->dim() <= self.dim(), "too many indices for tensor of dimension ", self.dim());
+      for (std::int64_t d = 0; d < i->dim(); ++d)
+        TORCH_CHECK_INDEX(i->size(d) == self.size(at_dim + d), "The shape of the mask ", i->sizes(), " at index ", d,
+                          " does not match the shape of the indexed tensor ", self.sizes(), " at index ", at_dim + d);
+      const Tensor where = at::nonzero(on_device);
+      for (std::int64_t d = 0; d < i->dim(); ++d) idx.push_back(where.select(1, d));
+      continue;
+    }
     TORCH_CHECK_INDEX(i->scalar_type() == at::kLong || i->scalar_type() == at::kInt, "tensors used as indices must be "
                       "long, int, byte or bool tensors");
-    idx.push_back(i->device() == op.device() ? *i : i->to(op.device()));  // CPU indices are allowed, as for CUDA
+    idx.push_back(on_device);
   }
   const auto k = static_cast<std::int64_t>(idx.size());
   TORCH_CHECK(k > 0, name, ": no index tensors");
@@ -461,6 +529,10 @@ Tensor& index_tensor_out(const Tensor& self, const c10::List<std::optional<Tenso
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor_out", TORCH_FN(index_tensor_out));
   m.impl("index_select", TORCH_FN(index_select));
+  m.impl("nonzero", TORCH_FN(nonzero));
+  m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("index_select.out", TORCH_FN(index_select_out));
   m.impl("gather", TORCH_FN(gather));
   m.impl("gather.out", TORCH_FN(gather_out));

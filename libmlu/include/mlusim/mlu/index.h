@@ -1,5 +1,5 @@
 // Indexing ops with PyTorch semantics: embedding forward/backward, index_select, gather,
-// scatter_add and cat, on strided tensors of any dtype (indices int32 or int64).
+// scatter_add, cat and nonzero, on strided tensors of any dtype (indices int32 or int64).
 //
 // Index tensors are read by the kernels themselves (integer data is always computed, also in
 // timing-only mode). An index outside [0, size) faults the kernel with a message naming the op,
@@ -51,5 +51,19 @@ Status scatter_add(Handle* h, const TensorDesc& self, const void* self_ptr, int 
 // add up to out's; any strides; dtypes converted to out's. 1-d empty inputs are skipped (torch).
 Status cat(Handle* h, const std::vector<const TensorDesc*>& inputs, const std::vector<const void*>& input_ptrs, int dim,
            const TensorDesc& out, void* out_ptr);
+
+// nonzero: the multi-indices of x's nonzero elements (NaN counts as nonzero) in row-major order,
+// as torch.nonzero. The result's size depends on the data, so it takes two launches around one
+// host read, as CUDA's nonzero synchronises once:
+//   nonzero_parts(h, x)                 how many parts x is split into (one task each)
+//   nonzero_count(h, x, ptr, counts)    counts[p] = nonzero elements of part p; counts int64 [parts]
+//   nonzero_fill(h, x, ptr, offsets, y) y [total, x.ndim()] int64; offsets[p] = counts before p
+// x contiguous, any dtype but float64 (kNotSupported); parts are contiguous runs of elements in
+// order. Integer and bool data is always computed; floating-point flags are garbage in
+// timing-only mode (no arithmetic). An empty x launches nothing: its total is 0.
+std::int64_t nonzero_parts(const Handle* h, const TensorDesc& x);
+Status nonzero_count(Handle* h, const TensorDesc& x, const void* x_ptr, void* counts_ptr);
+Status nonzero_fill(Handle* h, const TensorDesc& x, const void* x_ptr, const std::vector<std::int64_t>& offsets,
+                    const TensorDesc& y, void* y_ptr);
 
 }  // namespace mlusim::mlu
