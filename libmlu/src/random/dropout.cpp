@@ -67,16 +67,11 @@ struct ForwardArgs {
 // Mask bytes of box row elements [flat, flat + len) into NRAM at `dst`, one scalar store per
 // Philox block.
 void philox_mask(const ForwardArgs& a, std::int64_t flat, std::int64_t len, Addr dst) {
-  for (std::int64_t i = flat; i < flat + len;) {
-    const std::uint64_t block = a.first_block + static_cast<std::uint64_t>(i / 4);
-    const PhiloxWords w =
-        philox4x32_10({static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 0, 0}, a.key);
-    const std::int64_t end = std::min(flat + len, (i / 4 + 1) * 4);
+  for_each_philox_block(a.key, a.first_block, flat, len, [&](std::int64_t i, std::int64_t end, const PhiloxWords& w) {
     std::uint8_t bytes[4];
     for (std::int64_t j = i; j < end; ++j) bytes[j - i] = (w[j % 4] >> 8) < a.threshold ? 1 : 0;
     dev::store_bytes(dst.offset(i - flat), bytes, static_cast<std::size_t>(end - i));
-    i = end;
-  }
+  });
 }
 
 void forward_kernel(const ForwardArgs& a) {

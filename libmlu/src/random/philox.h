@@ -3,6 +3,7 @@
 // words for counter c depend only on (key, c), never on which core computes them or in what order.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -20,6 +21,23 @@ inline PhiloxWords philox4x32_10(PhiloxWords ctr, std::array<std::uint32_t, 2> k
            static_cast<std::uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<std::uint32_t>(p0)};
   }
   return ctr;
+}
+
+// The random words of elements [flat, flat + len) of a call whose stream starts at Philox block
+// `first_block`: element i is word i % 4 of block first_block + i / 4 (the numbering dropout and
+// the random fills share). Calls emit(begin, end, words) once per block, with [begin, end) the
+// elements of the range that block covers, so a kernel stores one block's values at once.
+template <class Emit>
+void for_each_philox_block(std::array<std::uint32_t, 2> key, std::uint64_t first_block, std::int64_t flat,
+                           std::int64_t len, Emit&& emit) {
+  for (std::int64_t i = flat; i < flat + len;) {
+    const std::uint64_t block = first_block + static_cast<std::uint64_t>(i / 4);
+    const PhiloxWords w =
+        philox4x32_10({static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 0, 0}, key);
+    const std::int64_t end = std::min(flat + len, (i / 4 + 1) * 4);
+    emit(i, end, w);
+    i = end;
+  }
 }
 
 }  // namespace mlusim::mlu::nn

@@ -4,32 +4,17 @@
 
 #include <array>
 
+#include "random/philox_reference.h"
 #include "softmax/nn_test_util.h"
 
 namespace mlusim::mlu::testing {
 namespace {
 
-// Philox4x32-10 written from the paper's definition (Random123's philox4x32 with R = 10).
-std::array<std::uint32_t, 4> philox(std::array<std::uint32_t, 4> c, std::array<std::uint32_t, 2> k) {
-  for (int r = 0; r < 10; ++r) {
-    const std::uint64_t a = 0xD2511F53ull * c[0], b = 0xCD9E8D57ull * c[2];
-    c = {std::uint32_t(b >> 32) ^ c[1] ^ k[0], std::uint32_t(b), std::uint32_t(a >> 32) ^ c[3] ^ k[1],
-         std::uint32_t(a)};
-    k[0] += 0x9E3779B9u, k[1] += 0xBB67AE85u;
-  }
-  return c;
-}
-
 // The documented mask: element i keeps when (word[i % 4] of block first + i / 4) >> 8 < (1-p) 2^24.
 std::vector<std::uint8_t> ref_mask(std::uint64_t seed, std::uint64_t first_block, std::int64_t n, double p) {
   std::vector<std::uint8_t> m(n);
   const auto threshold = static_cast<std::uint32_t>(std::ceil((1 - p) * 16777216.0));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint64_t b = first_block + std::uint64_t(i / 4);
-    const auto w =
-        philox({std::uint32_t(b), std::uint32_t(b >> 32), 0, 0}, {std::uint32_t(seed), std::uint32_t(seed >> 32)});
-    m[i] = (w[i % 4] >> 8) < threshold;
-  }
+  for (std::int64_t i = 0; i < n; ++i) m[i] = (philox_word(seed, first_block, i) >> 8) < threshold;
   return m;
 }
 
