@@ -1,7 +1,8 @@
 """One rank of tests/python/test_distributed.py, started by torchrun (2 processes, backend "cncl",
 each process simulating its own mlu370-x8 system and using device LOCAL_RANK of it). Runs the
-seed's all_reduce snippet, every collective against values computed here, and one DDP step of a
-small MLP against single-device training on the concatenated batch; writes its findings to
+seed's all_reduce snippet, every collective against values computed here, checks of the C++
+backend behind the group and of its errors for bad input, and DDP and FSDP2 steps of a small MLP
+against single-device training on the concatenated batch; writes its findings to
 <out>/rank<r>.json."""
 
 import json
@@ -11,6 +12,7 @@ import sys
 import torch
 import torch.distributed as dist
 import torch_mlu  # noqa: F401  (registers device "mlu" and backend "cncl")
+from torch_mlu import distributed as cncl
 
 out_dir = sys.argv[1]
 
@@ -64,6 +66,41 @@ dist.all_gather_object(objs, {"rank": rank})
 found["all_gather_object"] = objs
 dist.barrier()
 
+# ---- the backend behind the group: the C++ ProcessGroupCNCL -----------------------------------
+backend = dist.group.WORLD._get_backend(torch.device("mlu"))
+found["backend_type"] = f"{type(backend).__module__}.{type(backend).__qualname__}"
+found["backend_is_c10d_backend"] = isinstance(backend, torch._C._distributed_c10d.Backend)
+found["backend_name"] = backend.name()
+
+# CPU tensors given to the backend itself go to its inner Gloo backend (no simulated time).
+host = torch.full((2,), float(rank + 1))
+backend.allreduce([host]).wait()
+found["cpu_all_reduce"] = host.tolist()
+
+
+# ---- bad input: a ValueError naming the collective, raised before any rank sends a byte ---------
+def error_of(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001  (the type is part of what is checked)
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+ones = torch.ones(4, device=dev)
+found["errors"] = {
+    "band": error_of(lambda: dist.all_reduce(ones, op=dist.ReduceOp.BAND)),
+    "premul_sum": error_of(lambda: dist.all_reduce(ones, op=dist._make_nccl_premul_sum(2.0))),
+    "reduce_avg": error_of(lambda: dist.reduce(ones, dst=0, op=dist.ReduceOp.AVG)),
+    "non_contiguous": error_of(lambda: dist.all_reduce(torch.ones(4, 4, device=dev).t())),
+    "mixed_devices": error_of(lambda: backend.allreduce([torch.ones(1), torch.ones(1, device=dev)])),
+    "all_gather_mixed": error_of(lambda: dist.all_gather([torch.empty(1) for _ in range(world)],
+                                                         torch.ones(1, device=dev))),
+    "all_gather_into_tensor_size": error_of(lambda: dist.all_gather_into_tensor(
+        torch.empty(3, device=dev), torch.ones(2, device=dev))),
+}
+dist.barrier()
+
 # ---- a DDP step against single-device training on the whole batch -------------------------------
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -105,9 +142,8 @@ found["fsdp2_max_param_diff"] = max(
     (p.full_tensor().detach().cpu() - q.detach().cpu()).abs().max().item()
     for p, q in zip(sharded.parameters(), ref_dev.parameters()))
 
-pg = dist.group.WORLD
-found["collectives"] = [list(c) for c in pg.collectives]
-found["comm_ns"] = pg.comm_ns
+found["collectives"] = [list(c) for c in backend.collectives]
+found["comm_ns"] = backend.comm_ns
 
 # ---- DDP with small buckets: gradients of late layers are all-reduced while backward goes on ----
 # (DDP puts every gradient in one bucket in its first iteration and rebuilds its buckets in the
@@ -119,10 +155,10 @@ x = torch.randn(64, 512, generator=g).to(dev)
 deep_ddp(x).sum().backward()
 torch.mlu.synchronize()
 torch_mlu.reset_stats()
-pg.collectives.clear()
+backend.clear_collectives()
 deep_ddp(x).sum().backward()
 torch.mlu.synchronize()
-found["overlap_report"] = pg.comm_report()
+found["overlap_report"] = cncl.comm_report(dist.group.WORLD)
 
 with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
     json.dump(found, f)

@@ -1,6 +1,7 @@
-"""torch.distributed backend "cncl" across processes (torch_mlu/distributed.py): the seed's
-all_reduce snippet under torchrun on 2 processes, every collective against the values it must
-give, a DDP step against single-device training on the whole batch, and simulated end times that
+"""torch.distributed backend "cncl" across processes (ProcessGroupCNCL, the C++ c10d::Backend of
+torch_mlu._C_cncl, registered by torch_mlu/distributed.py): the seed's all_reduce snippet under
+torchrun on 2 processes, every collective against the values it must give, errors for bad input,
+DDP and FSDP2 steps against single-device training on the whole batch, and simulated end times that
 every rank computes identically."""
 
 import json
@@ -11,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 import torch.distributed as dist
 
 import torch_mlu
@@ -53,6 +55,32 @@ def test_every_collective_moves_the_right_values(two_ranks):
     assert found[1]["recv"] == [42.0, 43.0]
 
 
+def test_the_group_runs_on_the_cpp_backend(two_ranks):
+    """The "mlu" backend behind dist.group.WORLD is the C++ c10d::Backend subclass, as torch's
+    Python type; CPU tensors given to it go through its inner Gloo backend."""
+    _, found = two_ranks
+    for f in found:
+        assert f["backend_type"] == "torch_mlu._C_cncl.ProcessGroupCNCL"
+        assert f["backend_is_c10d_backend"]
+        assert f["backend_name"] == "cncl"
+        assert f["cpu_all_reduce"] == [3.0, 3.0]
+
+
+def test_bad_input_raises_a_value_error_naming_the_collective(two_ranks):
+    _, found = two_ranks
+    for r, f in enumerate(found):
+        e = f["errors"]
+        assert e["band"].startswith("ValueError: cncl all_reduce: reduce op BAND is not supported"), e
+        assert e["premul_sum"].startswith("ValueError: cncl all_reduce: reduce op PREMUL_SUM is not supported"), e
+        assert e["reduce_avg"].startswith("ValueError: cncl reduce: reduce op AVG is not supported"), e
+        assert e["non_contiguous"].startswith("ValueError: cncl all_reduce: tensors must be contiguous"), e
+        assert e["mixed_devices"] == ("ValueError: cncl all_reduce: tensors must all be on one mlu device, "
+                                      f"got ['cpu', 'mlu:{r}']"), e
+        assert e["all_gather_mixed"].startswith("ValueError: cncl all_gather: tensors must all be on one mlu"), e
+        assert e["all_gather_into_tensor_size"].startswith(
+            "ValueError: cncl all_gather_into_tensor: output has 3 elements, expected 2 ranks x 2"), e
+
+
 def test_ddp_and_fsdp2_steps_match_single_device_training_on_the_whole_batch(two_ranks):
     _, found = two_ranks
     for f in found:
@@ -86,6 +114,7 @@ def test_every_rank_computes_the_same_end_times(two_ranks):
 
 
 def test_time_model_formulas():
+    """model_time_ns is the C++ model (collective_time_model.h) through torch_mlu._C_cncl."""
     fig = {"mlu_link_gbps": 200.0, "mlu_link_latency_ns": 1000.0, "dram_latency_ns": 120.0, "dram_gbps": 307.2,
            "host_link_gbps": 26.0, "host_link_latency_ns": 1000.0}
     a, s, n = 1120.0, 64 * 2**20, 8
@@ -111,5 +140,20 @@ def test_time_model_formulas():
 
 def test_backend_is_registered_for_mlu():
     assert "CNCL" in dist.Backend._plugins
-    assert dist.Backend._plugins["CNCL"].creator_fn is not None
+    assert dist.Backend._plugins["CNCL"].creator_fn is torch_mlu._C_cncl.create_process_group
+    assert dist.Backend.backend_capability["cncl"] == ["mlu"]
     assert torch_mlu.distributed.BACKEND_NAME == "cncl"
+    assert issubclass(cncl.ProcessGroupCNCL, torch._C._distributed_c10d.Backend)
+
+
+def test_bus_factors_are_nccl_tests_definitions():
+    n = 8
+    assert torch_mlu._C_cncl.bus_factor("all_reduce", n) == pytest.approx(2 * (n - 1) / n)
+    for op in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert torch_mlu._C_cncl.bus_factor(op, n) == pytest.approx((n - 1) / n)
+    for op in ("broadcast", "reduce", "send_recv"):
+        assert torch_mlu._C_cncl.bus_factor(op, n) == 1.0
+    assert set(cncl.COLLECTIVES) == {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
+                                     "all_to_all", "send_recv"}
+    with pytest.raises(ValueError, match="no time model for 'gather'"):
+        torch_mlu._C_cncl.bus_factor("gather", n)

@@ -1,6 +1,6 @@
-// The driver calls behind the "cncl" process group (torch_mlu/distributed.py): untimed copies for
-// the bytes that travel between rank processes over Gloo, the host clock, and a queue operation
-// that ends at the simulated time the interconnect model gives. No torch headers.
+// The driver calls behind the "cncl" process group (ProcessGroupCNCL, process_group_cncl.h):
+// untimed copies for the bytes that travel between rank processes over Gloo, the host clock, and a
+// queue operation that ends at the simulated time the interconnect model gives. No torch headers.
 #include <cmath>
 #include <memory>
 #include <stdexcept>
