@@ -161,6 +161,7 @@ void Runtime::sim_loop() {
       Timer timer = timers_.top();
       timers_.pop();
       if (timer.queue) {
+        --eager_timers_;
         timer.queue->timer_armed = false;
         kicked_.push_back(timer.queue);
       } else if (complete_locked(timer.finish, cnrtSuccess, "")) {
@@ -190,9 +191,12 @@ void Runtime::sim_loop() {
     for (TimeWaiter* w : time_waiters_)
       if (!w->satisfied) time_goal = std::max(time_goal, w->at);
 
+    // Lazy timers (returned host functions) are pursued only for a host thread that blocks or
+    // queries, or on the way to an eager one (see the class comment).
+    const bool someone_waits = op_awaited || time_goal >= next_timer;
     bool until_idle = false;
     Picos target = 0;
-    if (next_timer != kNever && next_timer <= limit) {
+    if (next_timer != kNever && next_timer <= limit && (eager_timers_ > 0 || someone_waits)) {
       target = next_timer;  // a queue head (or a returned host function) waits for its time
     } else if (op_awaited && !drained_ && limit > now) {
       if (limit == kNever) {
@@ -242,6 +246,7 @@ void Runtime::pump(std::unique_lock<std::mutex>& lk) {
       if (!q->timer_armed) {
         q->timer_armed = true;
         timers_.push(Timer{op->stamp, next_timer_seq_++, q, nullptr});
+        ++eager_timers_;
       }
       continue;
     }

@@ -198,6 +198,7 @@ void Runtime::build_on_sim(const sim::HardwareConfig& config, std::string* error
   busy_queues_.clear();
   kicked_.clear();
   timers_ = {};
+  eager_timers_ = 0;
   counter_samples_.clear();
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     auto state = std::make_unique<DeviceState>(ranges[i].first, ranges[i].second);

@@ -16,7 +16,11 @@
 //     there, so a single host thread never sees the simulation run ahead of its clock),
 //   - to the clock of a thread querying (cnrtQueueQuery & co.),
 // and never past the clock of a running host function (a "hold"), whose thread may still
-// enqueue work in the past of anything else. With several host threads the simulation runs to
+// enqueue work in the past of anything else. A host function that returned with its clock
+// ahead (it advanced time: a modelled wait, e.g. a collective's end) completes at that clock
+// lazily: the simulation gets there when a host thread blocks or queries, or when an eager
+// target lies beyond it, never on its own, so work the host queues meanwhile on other queues
+// starts at its own stamp instead of after a jump that depended on real-time thread timing. With several host threads the simulation runs to
 // the furthest point needed, so a lagging thread's work may start later than its stamp:
 // determinism is promised for one host thread only.
 #pragma once
@@ -237,6 +241,7 @@ class Runtime {
   std::condition_variable done_cv;  // wakes host threads waiting for ops, time or commands
   std::deque<QueuePtr> kicked_;     // queues whose head may be startable
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
+  std::size_t eager_timers_ = 0;    // timers_ entries with a queue (the others are lazy)
   std::vector<TimeWaiter*> time_waiters_;
   std::vector<Op*> waited_ops_;     // ops host threads block on
   std::map<std::uint64_t, Picos> holds_;  // running host functions: id -> their thread's clock

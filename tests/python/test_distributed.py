@@ -66,6 +66,18 @@ def test_the_group_runs_on_the_cpp_backend(two_ranks):
         assert f["cpu_all_reduce"] == [3.0, 3.0]
 
 
+def test_reduce_avg_and_the_list_and_coalesced_forms(two_ranks):
+    _, found = two_ranks
+    assert found[0]["reduce"] == [3.0] * 3  # the root gets the sum
+    assert found[1]["reduce"] == [2.0] * 3  # the others keep their input
+    for r, f in enumerate(found):
+        assert f["all_reduce_avg"] == [0.5, 0.5]
+        assert f["reduce_scatter"] == [1.0 + 20.0 * r] * 2  # sum over ranks q of q + 10 r
+        assert f["all_gather_single_coalesced"] == [[0.0, 0.0, 1.0, 1.0], [10.0, 11.0]]
+        assert f["reduce_scatter_single_coalesced"] == [[2.0 * r], [2.0, 2.0]]
+        assert f["allreduce_coalesced"] == [[2.0], [4.0, 4.0]]
+
+
 def test_bad_input_raises_a_value_error_naming_the_collective(two_ranks):
     _, found = two_ranks
     for r, f in enumerate(found):
@@ -89,18 +101,19 @@ def test_ddp_and_fsdp2_steps_match_single_device_training_on_the_whole_batch(two
 
 
 def test_ddp_buckets_report_their_all_reduces(two_ranks):
-    """Six buckets: six all-reduces in the second iteration, with nccl-tests' bus bandwidth and an
-    overlap share in [0, 1]. How much of that time kernels overlap depends on how the autograd
-    engine's device thread and the simulation interleave in real time (mlusim promises
-    determinism for one host thread): 29-37% on an idle machine, 0 seen under load, so the share
-    is reported, not asserted."""
+    """Six buckets: six all-reduces in the second iteration, with nccl-tests' bus bandwidth, and
+    overlapping backward: each bucket's all-reduce runs on the group's stream while the kernels of
+    the earlier layers go on, except the last bucket's (nothing is left to compute), so about 5/6
+    of the all-reduce time is under kernels (83%). The share does not depend on how the autograd
+    thread and the simulation interleave in real time: a returned host function (the collective's
+    hold) does not pull the simulation ahead on its own (driver/src/runtime.h)."""
     _, found = two_ranks
     for f in found:
         ar = f["overlap_report"]["all_reduce"]
         assert ar["calls"] == 6, ar
         assert ar["bytes"] == 6 * (512 * 512 + 512) * 4
         assert ar["busbw_gbps"] == pytest.approx(ar["algbw_gbps"] * 2 * (2 - 1) / 2)
-        assert 0.0 <= ar["overlap"] <= 1.0, ar
+        assert 0.7 <= ar["overlap"] < 1.0, ar
 
 
 def test_every_rank_computes_the_same_end_times(two_ranks):
@@ -111,6 +124,35 @@ def test_every_rank_computes_the_same_end_times(two_ranks):
     for f in found:
         assert all(c[3] >= c[2] for c in f["collectives"]), "a collective never ends before its rank arrives"
         assert f["comm_ns"] > 0
+
+
+MISMATCH = """
+import os
+import torch.distributed as dist
+import torch_mlu
+rank = int(os.environ["RANK"])
+if rank == 1:  # a slower MLU-Link than rank 0's
+    torch_mlu.load_config("mlu370-x8", ["mlu_link.bandwidth_gbps=100"])
+try:
+    dist.init_process_group(backend="cncl")
+    print(f"rank {rank}: no error", flush=True)
+except RuntimeError as e:
+    print(f"rank {rank}: {e}", flush=True)
+"""
+
+
+def test_ranks_that_simulate_different_systems_are_refused(tmp_path):
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCH)
+    env = dict(os.environ, MLUSIM_CONFIG="mlu370-x8", OMP_NUM_THREADS="1")
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "no error" not in run.stdout
+    assert ("rank 0: cncl: rank 1 simulates a different interconnect (mlu_link_gbps, mlu_link_latency_ns, "
+            "dram_gbps, host_link_gbps, chips_per_host, nic_gbps = [100, ") in run.stdout, run.stdout
+    assert "rank 1: cncl: rank 0 simulates a different interconnect" in run.stdout, run.stdout
+    assert "load the same config on every rank" in run.stdout
 
 
 def test_time_model_formulas():

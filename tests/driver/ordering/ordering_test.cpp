@@ -2,7 +2,9 @@
 // and calling the API, destroyed queues draining.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "driver_test.h"
@@ -201,6 +203,46 @@ TEST_F(OrderingTest, HostFunctionsOnSeveralQueuesStartAtTheirQueuesTimes) {
   ASSERT_EQ(mlusimGetKernelRecord(0, 0, &k), cnrtSuccess);
   EXPECT_DOUBLE_EQ(pa.start_ns, k.end_ns) << "after the kernel in its queue";
   EXPECT_DOUBLE_EQ(pb.start_ns, submitted_b) << "queue b was idle: at its submission";
+}
+
+TEST_F(OrderingTest, AHostFunctionThatAdvancedTimeDoesNotPullOtherQueuesAhead) {
+  // A host function returning with its clock 1 ms ahead (a modelled wait: cncl's collective
+  // hold) completes at that clock, but lazily: work the host queues afterwards on another idle
+  // queue starts at its own submission time however long the host takes (in real time) to
+  // queue it. Before, the simulation ran ahead to the host function's end on its own, so the
+  // later kernel's start depended on thread timing.
+  cnrtQueue_t a, b;
+  ASSERT_EQ(cnrtQueueCreate(&a), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueCreate(&b), cnrtSuccess);
+  std::atomic<bool> returned{false};
+  struct Hold {
+    std::atomic<bool>* returned;
+  } hold{&returned};
+  ASSERT_EQ(cnrtInvokeHostFunc(
+                a,
+                [](void* p) {
+                  mlusimHostAdvance(1e6);
+                  static_cast<Hold*>(p)->returned->store(true);
+                },
+                &hold),
+            cnrtSuccess);
+  while (!returned.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // ample real time to run ahead
+  const double submitted = host_ns();
+  int rounds = 10;
+  void* args[] = {&rounds};
+  ASSERT_EQ(cnrtInvokeKernel(busy_kernel, dim(1), cnrtFuncTypeBlock, args, 0, b), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(b), cnrtSuccess);
+  mlusimKernelRecord_t k;
+  ASSERT_EQ(mlusimGetKernelRecord(0, 0, &k), cnrtSuccess);
+  EXPECT_LT(k.start_ns, submitted + 1e5) << "the kernel waited for the other queue's host function";
+  // The host function's queue still completes at its end, when someone asks.
+  cnrtNotifier_t n;
+  ASSERT_EQ(cnrtNotifierCreate(&n), cnrtSuccess);
+  ASSERT_EQ(cnrtPlaceNotifier(n, a), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(a), cnrtSuccess);
+  EXPECT_GE(host_ns(), 1e6) << "syncing the queue waits for the host function's end";
+  ASSERT_EQ(cnrtNotifierDestroy(n), cnrtSuccess);
 }
 
 }  // namespace
