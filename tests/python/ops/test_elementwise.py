@@ -183,11 +183,10 @@ def test_div_rounding_modes(dev):
     a, da = layouts((3, 4), F32)[0]
     check(torch.div(da, 1.5, rounding_mode=None), torch.div(a, 1.5))
     check(torch.div(da, da + 10, rounding_mode=None), torch.div(a, a + 10))
-    for mode in ("trunc", "floor"):
-        with pytest.raises(NotImplementedError, match=rf"aten::div\.Tensor_mode: rounding_mode='{mode}' is not supported"):
-            torch.div(da, da, rounding_mode=mode)
-        with pytest.raises(NotImplementedError, match="rounding_mode"):
-            da.clone().div_(2, rounding_mode=mode)
+    for mode in ("trunc", "floor"):  # one program each (program_ops.cpp's rounded_division)
+        check(torch.div(da, da + 10, rounding_mode=mode), torch.div(a, a + 10, rounding_mode=mode))
+        check(torch.div(da, 1.5, rounding_mode=mode), torch.div(a, 1.5, rounding_mode=mode))
+        check(da.clone().div_(2, rounding_mode=mode), a.clone().div_(2, rounding_mode=mode))
     with pytest.raises(RuntimeError, match="expected rounding_mode to be one of None, 'trunc', or 'floor'"):
         torch.div(da, da, rounding_mode="up")
     check(da + 1, a + 1)  # still usable

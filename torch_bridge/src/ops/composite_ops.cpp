@@ -9,8 +9,16 @@
 //   aminmax = (amin, amax)                            [ReduceMinMaxKernel.cu]
 //   eye(n, m) = (arange(n)[:, None] == arange(m)[None, :])   [TensorFactories.cu]
 //   equal = same shape and all(eq)                    [Equal.cpp; one device sync for the answer]
+//   count_nonzero = sum(x != 0)                       [ReduceOps / Nonzero]
+//   isin = any(elements[..., None] == test.flatten()) [TensorCompare.cu's brute-force path]
+//   searchsorted / bucketize = count of boundaries before x (broadcast compare + sum over the
+//     sequence; NaN sorts last)                       [Bucketization.cu: binary search instead]
+//   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
+//   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
+//   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/any.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
 #include <ATen/ops/arange.h>
@@ -18,7 +26,16 @@
 #include <ATen/ops/cos.h>
 #include <ATen/ops/diagonal.h>
 #include <ATen/ops/div.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/ge.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/logical_not.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/scatter_add.h>
+#include <ATen/ops/gather.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/sin.h>
 #include <ATen/ops/sum.h>
@@ -129,6 +146,129 @@ bool mlu_equal(const Tensor& self, const Tensor& other) {
   return at::all(at::eq(self, other)).item<bool>();
 }
 
+
+Tensor mlu_count_nonzero(const Tensor& self, at::IntArrayRef dims) {
+  OpScope op("aten::count_nonzero", self);
+  return at::sum(at::ne(self, 0), dims, /*keepdim=*/false, at::kLong);
+}
+
+Tensor isin_values(const Tensor& elements, const Tensor& test, bool invert) {
+  const Tensor hit = at::any(at::eq(elements.unsqueeze(-1), test.flatten()), -1);
+  return invert ? at::logical_not(hit) : hit;
+}
+Tensor& mlu_isin_tt_out(const Tensor& elements, const Tensor& test, bool /*assume_unique*/, bool invert, Tensor& out) {
+  OpScope op("aten::isin", elements);
+  if (test.numel() == 0) {  // nothing to find: all false (all true inverted)
+    Tensor none = at::empty(elements.sizes(), elements.options().dtype(at::kBool));
+    none.fill_(invert);
+    return write_out(none, out, "aten::isin");
+  }
+  return write_out(isin_values(elements, test, invert), out, "aten::isin");
+}
+Tensor mlu_isin_tt(const Tensor& elements, const Tensor& test, bool assume_unique, bool invert) {
+  Tensor out = at::empty({0}, elements.options().dtype(at::kBool));
+  return mlu_isin_tt_out(elements, test, assume_unique, invert, out);
+}
+Tensor& mlu_isin_ts_out(const Tensor& elements, const c10::Scalar& test, bool assume_unique, bool invert, Tensor& out) {
+  return mlu_isin_tt_out(elements, at::scalar_tensor(test, elements.options()), assume_unique, invert, out);
+}
+Tensor mlu_isin_ts(const Tensor& elements, const c10::Scalar& test, bool assume_unique, bool invert) {
+  return mlu_isin_tt(elements, at::scalar_tensor(test, elements.options()), assume_unique, invert);
+}
+Tensor& mlu_isin_st_out(const c10::Scalar& element, const Tensor& test, bool assume_unique, bool invert, Tensor& out) {
+  return mlu_isin_tt_out(at::scalar_tensor(element, test.options()), test, assume_unique, invert, out);
+}
+Tensor mlu_isin_st(const c10::Scalar& element, const Tensor& test, bool assume_unique, bool invert) {
+  return mlu_isin_tt(at::scalar_tensor(element, test.options()), test, assume_unique, invert);
+}
+
+// The index of x in a sorted sequence (last dim of `seq`, whose leading dims match x's, or 1-d):
+// left: #{s : !(s >= x)}, right: #{s : !(s > x)} (NaN x lands after every boundary, as torch's
+// binary search places it).
+Tensor search_sorted(const char* name, const Tensor& seq_in, const Tensor& x, bool out_int32, bool right,
+                     std::optional<c10::string_view> side, const std::optional<Tensor>& sorter) {
+  OpScope op(name, x);
+  if (side) {
+    TORCH_CHECK(*side == "left" || *side == "right", name, ": side can only be 'left' or 'right' but got ", *side);
+    TORCH_CHECK(!(right && *side == "left"), name, ": side and right can't be set to opposites, got side of left ",
+                "while right was True");
+    right = *side == "right";
+  }
+  Tensor seq = sorter && sorter->defined() ? at::gather(seq_in, -1, *sorter) : seq_in;
+  const Tensor xs = x.unsqueeze(-1);
+  // Leading dims of an N-d seq line up with x's; a 1-d seq broadcasts against every x.
+  const Tensor s = seq.dim() == 1 ? seq : seq.unsqueeze(-2);
+  const Tensor before = right ? at::logical_not(at::gt(s, xs)) : at::logical_not(at::ge(s, xs));
+  return at::sum(before, {-1}, /*keepdim=*/false, out_int32 ? at::kInt : at::kLong);
+}
+Tensor mlu_searchsorted(const Tensor& seq, const Tensor& self, bool out_int32, bool right,
+                        std::optional<c10::string_view> side, const std::optional<Tensor>& sorter) {
+  return search_sorted("aten::searchsorted", seq, self, out_int32, right, side, sorter);
+}
+Tensor& mlu_searchsorted_out(const Tensor& seq, const Tensor& self, bool out_int32, bool right,
+                             std::optional<c10::string_view> side, const std::optional<Tensor>& sorter, Tensor& out) {
+  return write_out(mlu_searchsorted(seq, self, out_int32, right, side, sorter), out, "aten::searchsorted");
+}
+Tensor mlu_searchsorted_scalar(const Tensor& seq, const c10::Scalar& self, bool out_int32, bool right,
+                               std::optional<c10::string_view> side, const std::optional<Tensor>& sorter) {
+  return mlu_searchsorted(seq, at::scalar_tensor(self, seq.options()), out_int32, right, side, sorter);
+}
+Tensor mlu_bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
+  TORCH_CHECK(boundaries.dim() == 1, "aten::bucketize: boundaries tensor must be 1 dimension, but got dim(",
+              boundaries.dim(), ")");
+  return search_sorted("aten::bucketize", boundaries, self, out_int32, right, std::nullopt, std::nullopt);
+}
+Tensor& mlu_bucketize_out(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right, Tensor& out) {
+  return write_out(mlu_bucketize(self, boundaries, out_int32, right), out, "aten::bucketize");
+}
+Tensor mlu_bucketize_scalar(const c10::Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {
+  return mlu_bucketize(at::scalar_tensor(self, boundaries.options()), boundaries, out_int32, right);
+}
+
+Tensor mlu_take(const Tensor& self, const Tensor& index) {
+  OpScope op("aten::take", self);
+  TORCH_CHECK(self.numel() > 0 || index.numel() == 0, "aten::take: tried to take from an empty tensor");
+  // Negative indices count from the end (index_select bounds-checks the wrapped index).
+  const Tensor flat = index.reshape({-1});
+  const Tensor wrapped = run_elementwise_program({flat}, "where(lt($0, 0), add($0, " + std::to_string(self.numel()) + "), $0)");
+  return at::index_select(self.reshape({-1}), 0, wrapped).view(index.sizes());
+}
+Tensor& mlu_take_out(const Tensor& self, const Tensor& index, Tensor& out) {
+  return write_out(mlu_take(self, index), out, "aten::take");
+}
+
+Tensor mlu_channel_shuffle(const Tensor& self, int64_t groups) {
+  OpScope op("aten::channel_shuffle", self);
+  TORCH_CHECK(self.dim() > 2, "aten::channel_shuffle: expected input to have more than 2 dims, got ", self.dim());
+  TORCH_CHECK(groups > 0 && self.size(1) % groups == 0, "aten::channel_shuffle: groups (", groups,
+              ") must be positive and divide the ", self.size(1), " channels");
+  std::vector<int64_t> split = self.sizes().vec();
+  split[1] = self.size(1) / groups;
+  split.insert(split.begin() + 1, groups);
+  return self.reshape(split).transpose(1, 2).contiguous().view(self.sizes());
+}
+
+// index_add: self + alpha source scattered along dim by index (scatter_add's index expanded:
+// index[i] for every position of source's slice i).
+Tensor mlu_index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
+  OpScope op("aten::index_add", self);
+  const int64_t d = wrap_dim(dim, self.dim(), "aten::index_add");
+  TORCH_CHECK(index.dim() <= 1, "aten::index_add: index must be a vector, got ", index.dim(), " dims");
+  if (self.dim() == 0)  // a scalar is a 1-element vector here, as torch treats it
+    return mlu_index_add(self.view({1}), 0, index.reshape({-1}), source.reshape({-1}), alpha).squeeze(0);
+  std::vector<int64_t> shape(static_cast<std::size_t>(source.dim()), 1);
+  shape[static_cast<std::size_t>(d)] = index.numel();
+  const Tensor idx = index.reshape(shape).expand(source.sizes());
+  const Tensor src = alpha.equal(1) ? source : at::mul(source, alpha);
+  return at::scatter_add(self, d, idx, src);
+}
+Tensor& mlu_index_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                          const c10::Scalar& alpha, Tensor& out) {
+  return write_out(mlu_index_add(self, dim, index, source, alpha), out, "aten::index_add");
+}
+Tensor& mlu_index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
+  return write_out(mlu_index_add(self, dim, index, source, alpha), self, "aten::index_add_");
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -145,6 +285,25 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("eye.m_out", TORCH_FN(mlu_eye_m_out));
   m.impl("eye.out", TORCH_FN(mlu_eye_out));
   m.impl("equal", TORCH_FN(mlu_equal));
+  m.impl("count_nonzero.dim_IntList", TORCH_FN(mlu_count_nonzero));
+  m.impl("isin.Tensor_Tensor", TORCH_FN(mlu_isin_tt));
+  m.impl("isin.Tensor_Tensor_out", TORCH_FN(mlu_isin_tt_out));
+  m.impl("isin.Tensor_Scalar", TORCH_FN(mlu_isin_ts));
+  m.impl("isin.Tensor_Scalar_out", TORCH_FN(mlu_isin_ts_out));
+  m.impl("isin.Scalar_Tensor", TORCH_FN(mlu_isin_st));
+  m.impl("isin.Scalar_Tensor_out", TORCH_FN(mlu_isin_st_out));
+  m.impl("searchsorted.Tensor", TORCH_FN(mlu_searchsorted));
+  m.impl("searchsorted.Tensor_out", TORCH_FN(mlu_searchsorted_out));
+  m.impl("searchsorted.Scalar", TORCH_FN(mlu_searchsorted_scalar));
+  m.impl("bucketize.Tensor", TORCH_FN(mlu_bucketize));
+  m.impl("bucketize.Tensor_out", TORCH_FN(mlu_bucketize_out));
+  m.impl("bucketize.Scalar", TORCH_FN(mlu_bucketize_scalar));
+  m.impl("take", TORCH_FN(mlu_take));
+  m.impl("take.out", TORCH_FN(mlu_take_out));
+  m.impl("channel_shuffle", TORCH_FN(mlu_channel_shuffle));
+  m.impl("index_add", TORCH_FN(mlu_index_add));
+  m.impl("index_add.out", TORCH_FN(mlu_index_add_out));
+  m.impl("index_add_", TORCH_FN(mlu_index_add_));
 }
 
 }  // namespace mlusim::bridge::ops

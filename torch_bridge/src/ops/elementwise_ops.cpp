@@ -22,6 +22,7 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/ge.h>
@@ -39,6 +40,7 @@
 #include "mlusim/torch/device.h"
 #include "ops/copy_kernels.h"
 #include "ops/op_support.h"
+#include "ops/rounded_division.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -398,13 +400,12 @@ Tensor binary_ts(const char* name, BinaryOp bop, const Tensor& self, const Scala
                       : arith(name, bop, oa, ob, alpha.toDouble(), common, device, mode, given);
 }
 
-void check_rounding_mode(const char* name, c10::optional<c10::string_view> mode) {
-  if (!mode) return;
+// True for "trunc" / "floor" (rounded_division.h), false for None (true division).
+bool rounds(const char* name, c10::optional<c10::string_view> mode) {
+  if (!mode) return false;
   TORCH_CHECK(*mode == "trunc" || *mode == "floor", name,
               ": div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *mode, "'");
-  TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": rounding_mode='", *mode, "' is not supported on device mlu"
-                              ": libmlu has no exact truncating/flooring division (only true "
-                              "division, rounding_mode=None)");
+  return true;
 }
 
 // ---- pow ---------------------------------------------------------------------------------------------
@@ -1046,33 +1047,40 @@ Tensor& mlu_rsub_s_out(const Tensor& s, const Scalar& o, const Scalar& a, Tensor
   return out;
 }
 
-// div with rounding_mode: None is true division; trunc/floor raise (check_rounding_mode).
+// div with rounding_mode: None is true division; trunc/floor one program (rounded_division.h).
 Tensor mlu_div_t_mode(const Tensor& s, const Tensor& o, c10::optional<c10::string_view> m) {
-  check_rounding_mode("aten::div.Tensor_mode", m);
-  return binary_tt("aten::div.Tensor_mode", BinaryOp::kDiv, s, o, Scalar(1), Mode::kNew, kNone);
+  const char* name = "aten::div.Tensor_mode";
+  if (rounds(name, m)) return rounded_division(name, s, o, *m);
+  return binary_tt(name, BinaryOp::kDiv, s, o, Scalar(1), Mode::kNew, kNone);
 }
 Tensor& mlu_div_t_mode_(Tensor& s, const Tensor& o, c10::optional<c10::string_view> m) {
-  check_rounding_mode("aten::div_.Tensor_mode", m);
-  binary_tt("aten::div_.Tensor_mode", BinaryOp::kDiv, s, o, Scalar(1), Mode::kInPlace, s);
+  const char* name = "aten::div_.Tensor_mode";
+  if (rounds(name, m)) return write_out(rounded_division(name, s, o, *m), s, name);
+  binary_tt(name, BinaryOp::kDiv, s, o, Scalar(1), Mode::kInPlace, s);
   return s;
 }
 Tensor& mlu_div_out_mode(const Tensor& s, const Tensor& o, c10::optional<c10::string_view> m, Tensor& out) {
-  check_rounding_mode("aten::div.out_mode", m);
-  binary_tt("aten::div.out_mode", BinaryOp::kDiv, s, o, Scalar(1), Mode::kOut, out);
+  const char* name = "aten::div.out_mode";
+  if (rounds(name, m)) return write_out(rounded_division(name, s, o, *m), out, name);
+  binary_tt(name, BinaryOp::kDiv, s, o, Scalar(1), Mode::kOut, out);
   return out;
 }
+// A Python number divisor: a wrapped scalar tensor, as TensorIterator sees it.
 Tensor mlu_div_s_mode(const Tensor& s, const Scalar& o, c10::optional<c10::string_view> m) {
-  check_rounding_mode("aten::div.Scalar_mode", m);
-  return binary_ts("aten::div.Scalar_mode", BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kNew, kNone);
+  const char* name = "aten::div.Scalar_mode";
+  if (rounds(name, m)) return rounded_division(name, s, at::native::wrapped_scalar_tensor(o), *m);
+  return binary_ts(name, BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kNew, kNone);
 }
 Tensor& mlu_div_s_mode_(Tensor& s, const Scalar& o, c10::optional<c10::string_view> m) {
-  check_rounding_mode("aten::div_.Scalar_mode", m);
-  binary_ts("aten::div_.Scalar_mode", BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kInPlace, s);
+  const char* name = "aten::div_.Scalar_mode";
+  if (rounds(name, m)) return write_out(rounded_division(name, s, at::native::wrapped_scalar_tensor(o), *m), s, name);
+  binary_ts(name, BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kInPlace, s);
   return s;
 }
 Tensor& mlu_div_s_mode_out(const Tensor& s, const Scalar& o, c10::optional<c10::string_view> m, Tensor& out) {
-  check_rounding_mode("aten::div.Scalar_mode_out", m);
-  binary_ts("aten::div.Scalar_mode_out", BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kOut, out);
+  const char* name = "aten::div.Scalar_mode_out";
+  if (rounds(name, m)) return write_out(rounded_division(name, s, at::native::wrapped_scalar_tensor(o), *m), out, name);
+  binary_ts(name, BinaryOp::kDiv, s, o, Scalar(1), false, Mode::kOut, out);
   return out;
 }
 

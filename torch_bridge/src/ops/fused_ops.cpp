@@ -32,7 +32,7 @@
 //   OP (torch's semantics and result dtypes, intermediates keep their result dtype):
 //     add(a, b[, alpha]) sub(a, b[, alpha])      a +/- alpha * b (alpha a number literal)
 //     mul div pow maximum minimum                 div is true division (int / int -> float)
-//     neg abs square relu exp log sqrt rsqrt sigmoid tanh silu reciprocal gelu gelu_tanh
+//     neg abs square relu exp log sqrt rsqrt sigmoid tanh silu reciprocal gelu gelu_tanh sin cos
 //     eq ne lt le gt ge                           -> bool
 //     logical_and logical_or logical_xor logical_not   -> bool
 //     where(cond, a, b)                           cond ? a : b
@@ -60,6 +60,7 @@
 #include <ATen/ops/add.h>
 #include <ATen/ops/batch_norm.h>
 #include <ATen/ops/conv2d.h>
+#include <ATen/ops/cos.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
@@ -88,6 +89,7 @@
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sin.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/square.h>
@@ -409,6 +411,7 @@ const std::map<std::string, OpInfo>& op_table() {
       {"log", {PKind::kUnary, 1}},         {"sqrt", {PKind::kUnary, 1}},       {"rsqrt", {PKind::kUnary, 1}},
       {"sigmoid", {PKind::kUnary, 1}},     {"tanh", {PKind::kUnary, 1}},       {"silu", {PKind::kUnary, 1}},
       {"reciprocal", {PKind::kUnary, 1}},  {"gelu", {PKind::kUnary, 1}},       {"gelu_tanh", {PKind::kUnary, 1}},
+      {"sin", {PKind::kUnary, 1}},         {"cos", {PKind::kUnary, 1}},
       {"eq", {PKind::kCompare, 2}},        {"ne", {PKind::kCompare, 2}},       {"lt", {PKind::kCompare, 2}},
       {"le", {PKind::kCompare, 2}},        {"gt", {PKind::kCompare, 2}},       {"ge", {PKind::kCompare, 2}},
       {"logical_and", {PKind::kLogical, 2}}, {"logical_or", {PKind::kLogical, 2}},
@@ -727,6 +730,7 @@ mlu::UnaryOp unary_op(const std::string& s) {
       {"sqrt", mlu::UnaryOp::kSqrt},       {"rsqrt", mlu::UnaryOp::kRsqrt},       {"sigmoid", mlu::UnaryOp::kSigmoid},
       {"tanh", mlu::UnaryOp::kTanh},       {"silu", mlu::UnaryOp::kSilu},         {"gelu", mlu::UnaryOp::kGelu},
       {"reciprocal", mlu::UnaryOp::kReciprocal}, {"gelu_tanh", mlu::UnaryOp::kGeluTanh},
+      {"sin", mlu::UnaryOp::kSin},         {"cos", mlu::UnaryOp::kCos},
   };
   return m.at(s);
 }
@@ -792,11 +796,17 @@ Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view progra
   for (std::size_t i = 0; i < inputs_in.size(); ++i) {
     const Tensor& t = inputs_in[i];
     TORCH_CHECK(t.defined(), op.name(), ": input ", i, " is undefined");
-    // A zero-dim CPU tensor is a scalar operand, as torch's TensorIterator allows: upload it.
-    if (t.device().type() == at::kCPU && t.dim() == 0)
-      inputs.push_back(t.to(op.device()));
-    else
+    // A zero-dim CPU tensor is a scalar operand, as torch's TensorIterator allows: upload it. A
+    // wrapped Python float (float64, out= and Scalar overloads pass them) computes as float32: it
+    // only sets the result's category, never its precision (torch's wrapped-number rule).
+    if (t.device().type() == at::kCPU && t.dim() == 0) {
+      Tensor scalar = t.to(op.device());
+      if (t.unsafeGetTensorImpl()->is_wrapped_number() && scalar.scalar_type() == at::kDouble)
+        scalar = scalar.to(at::kFloat);
+      inputs.push_back(scalar);
+    } else {
       inputs.push_back(t);
+    }
     const std::string name = "input " + std::to_string(i);
     check_on_device(inputs.back(), op.device(), op.name(), name.c_str());
   }
@@ -884,6 +894,8 @@ Tensor cpu_elementwise(at::TensorList inputs_in, c10::string_view program_text) 
           else if (o == "silu") r = at::silu(f);
           else if (o == "reciprocal") r = at::reciprocal(f);
           else if (o == "gelu") r = at::gelu(f, "none");
+          else if (o == "sin") r = at::sin(f);
+          else if (o == "cos") r = at::cos(f);
           else r = at::gelu(f, "tanh");
         }
         break;

@@ -17,21 +17,39 @@
 //   threshold, glu (+ backward), fmax/fmin, copysign/signbit, erf (A&S 7.1.26: 1.5e-7, ~3e-7 in fp32),
 //   bitwise_not, logaddexp/logaddexp2
 //
+//   atan (Cephes atanf), asin, acos, atan2, sinc, erfc, special_entr, special_xlog1py, angle (real)
+//   rounded_division (div's rounding_mode, rounded_division.h), floor_divide, fmod, remainder
+//   (quotient by the truncating int32 cast)
+//   _prelu_kernel (+ backward), binary_cross_entropy (+ backward)
+//   lgamma, digamma, polygamma (n = 0, 1): reflection, shift and asymptotic series; erfinv (Giles)
+//   linspace, logspace: a program over arange (torch's two-sided formula, fp32)
+//   uniform_, normal_ (+ normal with tensor mean/std), log_normal_, exponential_, cauchy_, geometric_,
+//   random_ (from/to), bernoulli_(p tensor): libmlu random_uniform and one program (see below)
+//
 // Numerics: log(1 + e) stands for log1p(e) (the VFU has no log1p): absolute error ~1e-7 where
 // exp(b x) is tiny, which is where softplus is itself tiny.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sum.h>
 #include <torch/library.h>
 
+#include "mlusim/mlu/elementwise.h"
+#include "mlusim/mlu/random.h"
 #include "ops/op_support.h"
+#include "ops/rounded_division.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -473,7 +491,529 @@ Tensor& mlu_huber_loss_backward_out(const Tensor& grad, const Tensor& self, cons
   return write_out(mlu_huber_loss_backward(grad, self, target, reduction, delta), grad_input, "aten::huber_loss_backward");
 }
 
+
+// ---- inverse trigonometry, modular division, special functions ------------------------------------------------
+
+// c0 + v (c1 + v (c2 + ...)): a polynomial in Horner form (coefficients from the constant term up).
+std::string horner(const std::string& v, const std::vector<double>& c) {
+  std::string text = lit(c.back());
+  for (std::size_t i = c.size() - 1; i-- > 0;) text = "add(mul(" + text + ", " + v + "), " + lit(c[i]) + ")";
+  return text;
+}
+// atan by Cephes' atanf: |x| is reduced to [0, tan(pi/8)] (x > tan(3pi/8): pi/2 + atan(-1/x); x >
+// tan(pi/8): pi/4 + atan((x - 1)/(x + 1))), then x + x z P(z), z = x^2, a degree-4 polynomial
+// (relative error ~1e-7 in fp32); odd in x. NaN propagates, +-inf gives +-pi/2.
+// Program statements that set `out` to atan(x) (their other names start with "atan").
+std::string atan_statements(const std::string& x, const std::string& out) {
+  return "atana = abs(" + x + "); atanbig = gt(atana, 2.414213562373095); atanmid = gt(atana, 0.41421356237309503); "
+         "atanx = where(atanbig, div(-1.0, atana), where(atanmid, div(sub(atana, 1.0), add(atana, 1.0)), atana)); "
+         "atanz = mul(atanx, atanx); "
+         "atanr = add(cast_like(where(atanbig, 1.5707963267948966, where(atanmid, 0.78539816339744831, 0.0)), atanx), "
+         "add(mul(mul(atanz, atanx), " +
+         horner("atanz", {-0.333329491539, 0.199777106478, -0.138776856032, 0.0805374449538}) + "), atanx)); " +
+         out + " = where(lt(" + x + ", 0.0), neg(atanr), atanr); ";
+}
+// Float results for integer inputs (torch's unary float ops), fp16 stays fp16 (a where() of two
+// literals is float32: the programs cast such values back to the input's dtype).
+Tensor float_input(const Tensor& self) { return at::isFloatingType(self.scalar_type()) ? self : self.to(at::kFloat); }
+
+// Functional and out= forms (MLUSIM_UNARY_FLOAT_PROGRAM adds the in-place one).
+#define MLUSIM_FLOAT_PROGRAM(fn, aten_name, text)                                                               \
+  Tensor mlu_##fn(const Tensor& self) { return program("aten::" aten_name, {float_input(self)}, text); }     \
+  Tensor& mlu_##fn##_out(const Tensor& self, Tensor& out) { return write_out(mlu_##fn(self), out, "aten::" aten_name); }
+#define MLUSIM_UNARY_FLOAT_PROGRAM(fn, aten_name, text) \
+  MLUSIM_FLOAT_PROGRAM(fn, aten_name, text)             \
+  Tensor& mlu_##fn##_(Tensor& self) { return write_out(mlu_##fn(self), self, "aten::" aten_name); }
+
+MLUSIM_UNARY_FLOAT_PROGRAM(atan, "atan", atan_statements("$0", "a") + "a")
+// asin x = atan(x / sqrt((1 - x)(1 + x))) (the product keeps precision near |x| = 1; x/0 = +-inf
+// gives +-pi/2; |x| > 1 is NaN from the sqrt).
+MLUSIM_UNARY_FLOAT_PROGRAM(asin, "asin",
+                           "q = div($0, sqrt(mul(sub(1.0, $0), add(1.0, $0)))); " + atan_statements("q", "a") + "a")
+// acos x = 2 atan(sqrt((1 - x) / (1 + x))): no cancellation near x = 1; x = -1 is pi (set apart: the
+// quotient there is inf).
+MLUSIM_UNARY_FLOAT_PROGRAM(acos, "acos",
+                           "q = sqrt(div(sub(1.0, $0), add(1.0, $0))); " + atan_statements("q", "a") +
+                               "where(eq($0, -1.0), 3.141592653589793, mul(a, 2.0))")
+// sinc x = sin(pi x) / (pi x), 1 at 0.
+MLUSIM_UNARY_FLOAT_PROGRAM(sinc, "sinc",
+                           "px = mul($0, 3.141592653589793); where(eq($0, 0.0), 1.0, div(sin(px), px))")
+// erfc = 1 - erf (absolute error ~1.5e-7: for large x the tiny tail is not resolved relatively).
+MLUSIM_UNARY_FLOAT_PROGRAM(erfc, "erfc",
+                           "a = abs($0); t = div(1.0, add(mul(a, 0.3275911), 1.0)); "
+                           "c = mul(mul(t, add(0.254829592, mul(t, add(-0.284496736, mul(t, add(1.421413741, "
+                           "mul(t, add(-1.453152027, mul(t, 1.061405429))))))))), exp(neg(mul(a, a)))); "
+                           "where(lt($0, 0.0), sub(2.0, c), c)")
+// -x log x: 0 at 0, -inf below 0.
+MLUSIM_FLOAT_PROGRAM(special_entr, "special_entr",
+                           "where(gt($0, 0.0), neg(mul($0, log($0))), where(eq($0, 0.0), 0.0, where(lt($0, 0.0), -inf, $0)))")
+#undef MLUSIM_UNARY_FLOAT_PROGRAM
+#undef MLUSIM_FLOAT_PROGRAM
+
+// atan2(y, x): atan(y / x) moved to the quadrant of (x, y); x = y = 0 gives 0 or pi (x = -0)
+// with y's sign, as std::atan2. Both infinite is NaN here (std::atan2: odd multiples of pi/4).
+Tensor mlu_atan2(const Tensor& self, const Tensor& other) {
+  return program("aten::atan2", {float_input(self), float_input(other)},
+                 "q = div($0, $1); " + atan_statements("q", "a") + "ys = " + signbit_text("$0") +
+                     "; pi = cast_like(where(ys, -3.141592653589793, 3.141592653589793), a); "
+                     "r = where(lt($1, 0.0), add(a, pi), a); "
+                     "zero = logical_and(eq($0, 0.0), eq($1, 0.0)); "
+                     "where(zero, where(" + signbit_text("$1") + ", pi, mul($0, 1.0)), r)");
+}
+Tensor& mlu_atan2_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_atan2(self, other), out, "aten::atan2"); }
+Tensor& mlu_atan2_(Tensor& self, const Tensor& other) { return write_out(mlu_atan2(self, other), self, "aten::atan2"); }
+
+// The program's name of a torch dtype (cast targets).
+std::string dtype_text(at::ScalarType t, const char* op) {
+  switch (t) {
+    case at::kFloat: return "f32";
+    case at::kHalf: return "f16";
+    case at::kInt: return "i32";
+    case at::kLong: return "i64";
+    case at::kChar: return "i8";
+    case at::kBool: return "bool";
+    default: break;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": dtype ", t, " is not supported on device mlu");
+}
+
+// Quotients rounded toward zero ("trunc") or down ("floor") and the matching remainders, from the
+// true quotient q = a / b (fp32 for integers: exact while |a|, |b| < 2^24) and the truncating cast.
+// The result has torch's dtype for a op b (integers stay integers). Integer division by zero is
+// not detected (torch raises ZeroDivisionError): the result is unspecified.
+enum class Rounding { kTrunc, kFloor };
+// Statements setting k to the rounded quotient of $0 / $1.
+std::string rounded_quotient_statements(Rounding mode, const std::string& limit) {
+  const std::string t = "t = where(lt(abs(q), " + limit + "), cast_like(cast(q, i32), q), q); ";
+  return "q = div($0, $1); " + t + "k = " + (mode == Rounding::kTrunc ? "t" : "sub(t, cast_like(gt(t, q), q))") + "; ";
+}
+std::string quotient_limit(at::ScalarType t) { return t == at::kHalf ? "1024.0" : "8388608.0"; }
+
+Tensor rounded_div(const char* name, const Tensor& a, const Tensor& b, Rounding mode) {
+  const at::ScalarType rt = at::result_type(a, b);
+  return program(name, {a, b}, rounded_quotient_statements(mode, quotient_limit(rt)) + "cast(k, " + dtype_text(rt, name) + ")");
+}
+// a - b * rounded(a / b): fmod (trunc, the sign of a) and remainder (floor, the sign of b).
+Tensor rounded_mod(const char* name, const Tensor& a, const Tensor& b, Rounding mode) {
+  const at::ScalarType rt = at::result_type(a, b);
+  return program(name, {a, b},
+                 rounded_quotient_statements(mode, quotient_limit(rt)) + "cast(sub($0, mul(k, $1)), " +
+                     dtype_text(rt, name) + ")");
+}
+
+Tensor mlu_floor_divide(const Tensor& self, const Tensor& other) {
+  return rounded_div("aten::floor_divide", self, other, Rounding::kFloor);
+}
+Tensor& mlu_floor_divide_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return write_out(mlu_floor_divide(self, other), out, "aten::floor_divide");
+}
+Tensor& mlu_floor_divide_(Tensor& self, const Tensor& other) {
+  return write_out(mlu_floor_divide(self, other), self, "aten::floor_divide_");
+}
+Tensor mlu_fmod(const Tensor& self, const Tensor& other) { return rounded_mod("aten::fmod", self, other, Rounding::kTrunc); }
+Tensor& mlu_fmod_out(const Tensor& self, const Tensor& other, Tensor& out) { return write_out(mlu_fmod(self, other), out, "aten::fmod"); }
+Tensor& mlu_fmod_(Tensor& self, const Tensor& other) { return write_out(mlu_fmod(self, other), self, "aten::fmod_"); }
+Tensor mlu_remainder(const Tensor& self, const Tensor& other) {
+  return rounded_mod("aten::remainder", self, other, Rounding::kFloor);
+}
+Tensor& mlu_remainder_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return write_out(mlu_remainder(self, other), out, "aten::remainder");
+}
+Tensor& mlu_remainder_(Tensor& self, const Tensor& other) { return write_out(mlu_remainder(self, other), self, "aten::remainder_"); }
+
+// x log1p(y), 0 where x == 0 (even for y == -1), NaN where y is NaN.
+Tensor mlu_xlog1py(const Tensor& self, const Tensor& other) {
+  return program("aten::special_xlog1py", {float_input(self), other},
+                 "l = where(lt(abs($1), 0.001), mul($1, add(1.0, mul($1, add(-0.5, mul($1, 0.33333333333333333))))), "
+                 "log(add($1, 1.0))); p = mul($0, l); where(ne($1, $1), add(p, $1), where(eq($0, 0.0), 0.0, p))");
+}
+Tensor& mlu_xlog1py_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  return write_out(mlu_xlog1py(self, other), out, "aten::special_xlog1py");
+}
+
+// angle of a real number: 0 for x >= 0, pi for x < 0, NaN for NaN.
+Tensor mlu_angle(const Tensor& self) {
+  return program("aten::angle", {float_input(self)}, "cast_like(where(ne($0, $0), $0, where(lt($0, 0.0), 3.141592653589793, 0.0)), $0)");
+}
+Tensor& mlu_angle_out(const Tensor& self, Tensor& out) { return write_out(mlu_angle(self), out, "aten::angle"); }
+
+// prelu: x > 0 ? x : w x (torch's prelu hands _prelu_kernel a weight already shaped to broadcast),
+// and its backward as torch's: dx = g (x > 0 ? 1 : w) and dw = g x where x <= 0, both of the
+// broadcast shape (autograd sums dw to the weight's shape).
+Tensor mlu_prelu_kernel(const Tensor& self, const Tensor& weight) {
+  return program("aten::_prelu_kernel", {self, weight}, "where(gt($0, 0.0), $0, mul($1, $0))");
+}
+std::tuple<Tensor, Tensor> mlu_prelu_kernel_backward(const Tensor& grad, const Tensor& self, const Tensor& weight) {
+  const Tensor gx = program("aten::_prelu_kernel_backward", {grad, self, weight}, "where(gt($1, 0.0), $0, mul($0, $2))");
+  const Tensor gw = program("aten::_prelu_kernel_backward", {grad, self, weight},
+                            "cast_like(where(gt($1, 0.0), mul($0, 0.0), mul($0, $1)), $2)");
+  return {gx, gw};
+}
+
+// binary_cross_entropy: -w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as torch does;
+// backward: g w (x - y) / max((1 - x) x, 1e-12).
+Tensor mlu_binary_cross_entropy(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                int64_t reduction) {
+  const std::string pointwise =
+      "neg(add(mul($1, maximum(log($0), -100.0)), mul(sub(1.0, $1), maximum(log(sub(1.0, $0)), -100.0))))";
+  const Tensor loss = weight && weight->defined()
+                          ? program("aten::binary_cross_entropy", {self, target, *weight}, "mul(" + pointwise + ", $2)")
+                          : program("aten::binary_cross_entropy", {self, target}, pointwise);
+  return reduce(loss, reduction);
+}
+Tensor& mlu_binary_cross_entropy_out(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight,
+                                     int64_t reduction, Tensor& out) {
+  return write_out(mlu_binary_cross_entropy(self, target, weight, reduction), out, "aten::binary_cross_entropy");
+}
+Tensor mlu_binary_cross_entropy_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                         const std::optional<Tensor>& weight, int64_t reduction) {
+  const std::string d = "mul(mul($0, div(sub($1, $2), maximum(mul(sub(1.0, $1), $1), 1e-12))), " +
+                        per_element(self, reduction) + ")";
+  if (weight && weight->defined())
+    return program("aten::binary_cross_entropy_backward", {grad, self, target, *weight}, "mul(" + d + ", $3)");
+  return program("aten::binary_cross_entropy_backward", {grad, self, target}, d);
+}
+Tensor& mlu_binary_cross_entropy_backward_out(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                              const std::optional<Tensor>& weight, int64_t reduction, Tensor& gi) {
+  return write_out(mlu_binary_cross_entropy_backward(grad, self, target, weight, reduction), gi,
+                   "aten::binary_cross_entropy_backward");
+}
+
+// ---- gamma-function family and erfinv ---------------------------------------------------------------------------
+//
+// All in fp32 whatever the input (fp16 rounds once at the end, as torch's CPU kernels compute fp16
+// in fp32): the series lose too much in fp16 steps. Near the poles the reflection's sin(pi x) has
+// fp32's argument rounding (relative error ~1e-5 within 1e-2 of a negative integer).
+
+// Statements: z = x reflected to x >= 1/2 (z = 1 - x below), y = z shifted up by `shift` (y = z + shift
+// where z < shift), and r = 1/y; the reflection and shift terms are each function's own.
+std::string reflect_shift_statements(const std::string& x, int shift) {
+  return "refl = lt(" + x + ", 0.5); z = where(refl, sub(1.0, " + x + "), " + x + "); low = lt(z, " +
+         lit(static_cast<double>(shift)) + "); y = where(low, add(z, " + lit(static_cast<double>(shift)) +
+         "), z); r = div(1.0, y); rr = mul(r, r); spx = sin(mul(" + x + ", 3.141592653589793)); ";
+}
+
+// lgamma: Stirling's series at y = z + 7 >= 7 ((y - 1/2) log y - y + log(2 pi)/2 + 1/(12 y) - ...,
+// truncation < 1e-9), minus log(z (z+1) ... (z+6)) where shifted, and reflected below 1/2 by
+// lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x). Poles (0, -1, ...: set apart, sin(pi x) is not
+// exactly 0 there in fp32) and +-inf give inf.
+Tensor mlu_lgamma(const Tensor& self) {
+  std::string prod = "z";
+  for (int k = 1; k < 7; ++k) prod = "mul(" + prod + ", add(z, " + lit(static_cast<double>(k)) + "))";
+  const std::string series = horner("rr", {1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680});
+  const Tensor input = float_input(self);
+  return program("aten::lgamma", {input},
+                 "x = cast($0, f32); " + reflect_shift_statements("x", 7) +
+                     "lz = sub(add(sub(mul(sub(y, 0.5), log(y)), y), add(0.91893853320467274, mul(" + series +
+                     ", r))), where(low, log(" + prod + "), 0.0)); "
+                     "v = where(refl, sub(log(div(3.141592653589793, abs(spx))), lz), lz); "
+                     "pole = logical_and(le(x, 0.0), eq(x, " + trunc_of("x", input) + ")); "
+                     "cast_like(where(logical_or(pole, eq(abs(x), inf)), inf, v), $0)");
+}
+Tensor& mlu_lgamma_out(const Tensor& self, Tensor& out) { return write_out(mlu_lgamma(self), out, "aten::lgamma"); }
+Tensor& mlu_lgamma_(Tensor& self) { return write_out(mlu_lgamma(self), self, "aten::lgamma"); }
+
+// digamma: the asymptotic series at y = z + 6 >= 6 (log y - 1/(2y) - 1/(12y^2) + 1/(120y^4) - ...),
+// minus 1/z + ... + 1/(z+5) where shifted; reflected by psi(x) = psi(1 - x) - pi cos(pi x) / sin(pi x).
+// digamma(0) = -inf, negative integers NaN, +inf inf (torch's values).
+std::string shift_sum(int shift, int power) {
+  std::string sum = "0.0";
+  for (int k = 0; k < shift; ++k) {
+    const std::string t = "add(z, " + lit(static_cast<double>(k)) + ")";
+    sum = "add(" + sum + ", div(1.0, " + (power == 1 ? t : "mul(" + t + ", " + t + ")") + "))";
+  }
+  return sum;
+}
+std::string digamma_text(const Tensor& self) {
+  const std::string series = horner("rr", {0.0, -1.0 / 12, 1.0 / 120, -1.0 / 252, 1.0 / 240, -1.0 / 132});
+  return "x = cast($0, f32); " + reflect_shift_statements("x", 6) +
+         "pz = sub(sub(add(log(y), " + series + "), mul(r, 0.5)), where(low, " + shift_sum(6, 1) + ", 0.0)); "
+         "v = where(refl, sub(pz, div(mul(cos(mul(x, 3.141592653589793)), 3.141592653589793), spx)), pz); "
+         "negint = logical_and(lt(x, 0.0), eq(x, " + trunc_of("x", self) + ")); "
+         "cast_like(where(eq(x, 0.0), -inf, where(negint, nan, where(eq(x, inf), inf, v))), $0)";
+}
+// trigamma: 1/y + 1/(2y^2) + 1/(6y^3) - 1/(30y^5) + 1/(42y^7) - 1/(30y^9) at y = z + 6, plus
+// 1/z^2 + ... + 1/(z+5)^2 where shifted; reflected by psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x).
+std::string trigamma_text() {
+  const std::string series = horner("rr", {1.0, 1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30});
+  return "x = cast($0, f32); " + reflect_shift_statements("x", 6) +
+         "p1 = add(add(mul(r, " + series + "), mul(rr, 0.5)), where(low, " + shift_sum(6, 2) + ", 0.0)); "
+         "cast_like(where(refl, sub(div(9.869604401089358, mul(spx, spx)), p1), p1), $0)";
+}
+Tensor mlu_digamma(const Tensor& self) {
+  const Tensor x = float_input(self);
+  return program("aten::digamma", {x}, digamma_text(x));
+}
+Tensor& mlu_digamma_out(const Tensor& self, Tensor& out) { return write_out(mlu_digamma(self), out, "aten::digamma"); }
+Tensor& mlu_digamma_(Tensor& self) { return write_out(mlu_digamma(self), self, "aten::digamma"); }
+Tensor mlu_polygamma(int64_t n, const Tensor& self) {
+  TORCH_CHECK(n >= 0, "aten::polygamma: n must be non-negative, got ", n);
+  TORCH_CHECK_NOT_IMPLEMENTED(n <= 1, "aten::polygamma: order n = ", n, " is not supported on device mlu "
+                              "(n = 0: digamma, n = 1: trigamma)");
+  if (n == 0) return mlu_digamma(self);
+  return program("aten::polygamma", {float_input(self)}, trigamma_text());
+}
+Tensor& mlu_polygamma_out(int64_t n, const Tensor& self, Tensor& out) {
+  return write_out(mlu_polygamma(n, self), out, "aten::polygamma");
+}
+
+// erfinv by Giles' single-precision approximation ("Approximating the erfinv function", GPU
+// Computing Gems, 2011): w = -log((1 - x)(1 + x)), a degree-8 polynomial in w - 2.5 (w < 5) or in
+// sqrt(w) - 3, times x (relative error ~4e-7); +-1 gives +-inf, |x| > 1 NaN.
+Tensor mlu_erfinv(const Tensor& self) {
+  const std::string central = horner("wc", {1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
+                                            -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08});
+  const std::string tail = horner("wt", {2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
+                                         -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257});
+  return program("aten::erfinv", {float_input(self)},
+                 "x = cast($0, f32); w = neg(log(mul(sub(1.0, x), add(1.0, x)))); wc = sub(w, 2.5); "
+                 "wt = sub(sqrt(w), 3.0); p = where(lt(w, 5.0), " + central + ", " + tail + "); "
+                 "cast_like(where(eq(abs(x), 1.0), mul(x, inf), mul(p, x)), $0)");
+}
+Tensor& mlu_erfinv_out(const Tensor& self, Tensor& out) { return write_out(mlu_erfinv(self), out, "aten::erfinv"); }
+Tensor& mlu_erfinv_(Tensor& self) { return write_out(mlu_erfinv(self), self, "aten::erfinv"); }
+
+// ---- linspace, logspace ----------------------------------------------------------------------------------------
+
+// linspace: step = (end - start) / (steps - 1); the first half counts up from start, the second
+// down from end (torch's formula: both ends exact, symmetric rounding). logspace: base^linspace.
+// Computed in fp32 (integer outputs truncate, as torch's integer linspace).
+Tensor linspace_values(OpScope& op, double start, double end, int64_t steps, std::optional<double> base) {
+  TORCH_CHECK(steps >= 0, op.name(), ": number of steps must be non-negative, got ", steps);
+  const Tensor idx = at::arange(steps, at::TensorOptions().device(op.device()).dtype(at::kFloat));
+  if (steps == 0) return idx;
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t halfway = std::max<int64_t>(steps / 2, 1);  // steps = 1: the one value is start
+  std::string v = "where(lt($0, " + lit(static_cast<double>(halfway)) + "), add(mul($0, " + lit(step) + "), " +
+                  lit(start) + "), sub(" + lit(end) + ", mul(sub(" + lit(static_cast<double>(steps - 1)) + ", $0), " +
+                  lit(step) + ")))";
+  if (base) v = "pow(" + lit(*base) + ", " + v + ")";
+  return run_elementwise_program({idx}, v);
+}
+Tensor& mlu_linspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, Tensor& out) {
+  OpScope op("aten::linspace", out);
+  return write_out(linspace_values(op, start.toDouble(), end.toDouble(), steps, std::nullopt).to(out.scalar_type()), out,
+                   "aten::linspace");
+}
+Tensor& mlu_logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64_t steps, double base, Tensor& out) {
+  OpScope op("aten::logspace", out);
+  return write_out(linspace_values(op, start.toDouble(), end.toDouble(), steps, base).to(out.scalar_type()), out,
+                   "aten::logspace");
+}
+
+
+// ---- random distributions ----------------------------------------------------------------------------------------
+//
+// libmlu random_uniform draws u in [0, 1) (24-bit Philox uniforms on the device generator, which
+// torch.manual_seed reaches); every other distribution is one program over those uniforms
+// [CUDA twin: DistributionTemplates.h, the same transforms]:
+//   normal(mean, std)     Box-Muller: mean + std sqrt(-2 log(1 - u1)) cos(2 pi u2), u1, u2 from
+//                         one draw of 2 x n uniforms (1 - u1 is in (0, 1]: the log is finite)
+//   log_normal            exp(normal)
+//   exponential(lambda)   -log(1 - u) / lambda
+//   cauchy(median, sigma) median + sigma tan(pi (u - 1/2))
+//   geometric(p)          max(1, ceil(log(1 - u) / log(1 - p)))
+//   random_(from, to)     from + floor(u (to - from)), clamped below to: exact for ranges up to
+//                         2^24; wider ranges get 2^24 equally spaced values (24-bit uniforms).
+//                         Integer results go through int32 (the VFU's integers): from and to must
+//                         lie within int32 for integer dtypes, else NotImplementedError.
+//   bernoulli_(p tensor)  u < p
+// Results are computed in fp32 and cast to self's dtype (fp16, float64 storage, integers).
+
+constexpr double kTwoPi = 6.283185307179586;
+constexpr double kPi = 3.141592653589793;
+
+// fp32 uniforms in [lo, hi) of `sizes` (libmlu random_uniform; nothing launched when empty).
+Tensor uniform_tensor(OpScope& op, at::IntArrayRef sizes, double lo, double hi, const std::optional<at::Generator>& gen) {
+  Tensor u = at::empty(sizes, at::TensorOptions().device(op.device()).dtype(at::kFloat));
+  if (u.numel() == 0) return u;
+  op.take_random((static_cast<std::uint64_t>(u.numel()) + 3) / 4 * 4, gen);
+  op.check(mlu::random_uniform(op.handle(), lo, hi, desc(u, op.name()), u.data_ptr()), "random_uniform");
+  return u;
+}
+
+// Random ops fill self in place: floating self for the continuous distributions (float64 is
+// computed in fp32 and stored, as its other ops).
+void check_random_self(const Tensor& self, const char* op, bool integers_too) {
+  const at::ScalarType t = self.scalar_type();
+  const bool ok = t == at::kFloat || t == at::kHalf || t == at::kDouble ||
+                  (integers_too && (t == at::kInt || t == at::kLong || t == at::kChar || t == at::kByte || t == at::kBool));
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, op, ": dtype ", t, " is not supported on device mlu (float32, float16, float64",
+                              integers_too ? ", int8, uint8, int32, int64, bool)" : ")");
+}
+
+// self = r converted to self's dtype (uint8 written as int8: the low byte of r's in-range values).
+void store_random(OpScope& op, const Tensor& r, Tensor& self) {
+  const mlu::TensorDesc dst =
+      self.scalar_type() == at::kByte ? desc_as(self, mlu::DType::kInt8, op.name()) : desc(self, op.name());
+  op.check(mlu::copy_strided(op.handle(), desc(r, op.name()), r.data_ptr(), dst, self.data_ptr()), "copy_strided");
+}
+
+// self = program($0 = uniforms of self's shape) (or of [2, ...] for two_draws: $0, $1).
+Tensor& fill_from_uniforms(Tensor& self, const char* name, const std::string& text, bool two_draws,
+                           const std::optional<at::Generator>& gen) {
+  OpScope op(name, self);
+  if (self.numel() == 0) return self;
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (two_draws) sizes.insert(sizes.begin(), 2);
+  const Tensor u = uniform_tensor(op, sizes, 0.0, 1.0, gen);
+  const Tensor r = two_draws ? run_elementwise_program({u[0], u[1]}, text) : run_elementwise_program({u}, text);
+  store_random(op, r, self);
+  return self;
+}
+
+std::string standard_normal_text() {
+  return "mul(sqrt(mul(log(sub(1.0, $0)), -2.0)), cos(mul($1, " + lit(kTwoPi) + ")))";
+}
+std::string normal_text(double mean, double std) {
+  return "add(mul(" + standard_normal_text() + ", " + lit(std) + "), " + lit(mean) + ")";
+}
+
+Tensor& mlu_uniform_(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  const char* name = "aten::uniform_";
+  check_random_self(self, name, false);
+  TORCH_CHECK(from <= to, name, ": expects to return a [from, to) range, but found from=", from, " > to=", to);
+  OpScope op(name, self);
+  if (self.numel() == 0) return self;
+  if ((self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf) &&
+      at::has_internal_overlap(self) == at::MemOverlap::No) {  // straight into self, any strides
+    op.take_random((static_cast<std::uint64_t>(self.numel()) + 3) / 4 * 4, gen);
+    op.check(mlu::random_uniform(op.handle(), from, to, desc(self, name), self.data_ptr()), "random_uniform");
+    return self;
+  }
+  copy_into(op, uniform_tensor(op, self.sizes(), from, to, gen), self);
+  return self;
+}
+
+Tensor& mlu_normal_(Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_random_self(self, "aten::normal_", false);
+  TORCH_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+  return fill_from_uniforms(self, "aten::normal_", normal_text(mean, std), true, gen);
+}
+
+// normal with tensor mean and/or std: a standard normal draw of the broadcast shape, then
+// mean + std z in the same program.
+Tensor normal_tensors(const char* name, const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen) {
+  OpScope op(name, mean.defined() ? mean : std);
+  const std::vector<int64_t> shape = mean.defined() && std.defined() ? at::infer_size(mean.sizes(), std.sizes())
+                                     : mean.defined()                 ? mean.sizes().vec()
+                                                                      : std.sizes().vec();
+  std::vector<int64_t> sizes = shape;
+  sizes.insert(sizes.begin(), 2);
+  const Tensor u = uniform_tensor(op, sizes, 0.0, 1.0, gen);
+  if (u.numel() == 0) return at::empty(shape, (mean.defined() ? mean : std).options());
+  const std::string z = standard_normal_text();
+  return run_elementwise_program({u[0], u[1], mean, std}, "cast_like(add(mul(" + z + ", $3), $2), $2)");
+}
+Tensor mlu_normal_tensor_float(const Tensor& mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "aten::normal: expects std >= 0.0, but found std ", std);
+  return normal_tensors("aten::normal.Tensor_float", mean, at::scalar_tensor(std, mean.options()), gen);
+}
+Tensor mlu_normal_float_tensor(double mean, const Tensor& std, std::optional<at::Generator> gen) {
+  return normal_tensors("aten::normal.float_Tensor", at::scalar_tensor(mean, std.options()), std, gen);
+}
+Tensor mlu_normal_tensor_tensor(const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen) {
+  return normal_tensors("aten::normal.Tensor_Tensor", mean, std, gen);
+}
+Tensor& mlu_normal_tensor_float_out(const Tensor& mean, double std, std::optional<at::Generator> gen, Tensor& out) {
+  return write_out(mlu_normal_tensor_float(mean, std, gen), out, "aten::normal.Tensor_float_out");
+}
+Tensor& mlu_normal_float_tensor_out(double mean, const Tensor& std, std::optional<at::Generator> gen, Tensor& out) {
+  return write_out(mlu_normal_float_tensor(mean, std, gen), out, "aten::normal.float_Tensor_out");
+}
+Tensor& mlu_normal_tensor_tensor_out(const Tensor& mean, const Tensor& std, std::optional<at::Generator> gen, Tensor& out) {
+  return write_out(mlu_normal_tensor_tensor(mean, std, gen), out, "aten::normal.Tensor_Tensor_out");
+}
+
+Tensor& mlu_log_normal_(Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_random_self(self, "aten::log_normal_", false);
+  TORCH_CHECK(std > 0.0, "aten::log_normal_: expects std > 0.0, but found std=", std);
+  return fill_from_uniforms(self, "aten::log_normal_", "exp(" + normal_text(mean, std) + ")", true, gen);
+}
+
+Tensor& mlu_exponential_(Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  check_random_self(self, "aten::exponential_", false);
+  TORCH_CHECK(lambd > 0.0, "aten::exponential_: expects lambda > 0.0, but found lambda=", lambd);
+  return fill_from_uniforms(self, "aten::exponential_", "div(log(sub(1.0, $0)), " + lit(-lambd) + ")", false, gen);
+}
+
+Tensor& mlu_cauchy_(Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  check_random_self(self, "aten::cauchy_", false);
+  TORCH_CHECK(sigma > 0.0, "aten::cauchy_: expects sigma > 0.0, but found sigma=", sigma);
+  return fill_from_uniforms(self, "aten::cauchy_",
+                            "a = mul(sub($0, 0.5), " + lit(kPi) + "); add(mul(div(sin(a), cos(a)), " + lit(sigma) +
+                                "), " + lit(median) + ")",
+                            false, gen);
+}
+
+Tensor& mlu_geometric_(Tensor& self, double p, std::optional<at::Generator> gen) {
+  check_random_self(self, "aten::geometric_", true);
+  TORCH_CHECK(p > 0 && p < 1, "aten::geometric_: expects p to be in (0, 1), but got p=", p);
+  // q >= 0; its ceiling from the truncating int32 cast (q is capped below 2^31).
+  const std::string q = "minimum(div(log(sub(1.0, $0)), " + lit(std::log1p(-p)) + "), 2147483520.0)";
+  return fill_from_uniforms(self, "aten::geometric_",
+                            "q = " + q + "; t = cast(cast(q, i32), f32); maximum(add(t, cast(gt(q, t), f32)), 1.0)", false,
+                            gen);
+}
+
+// [from, to) for random_: to = None means the dtype's largest integer + 1 (floats: 2^mantissa + 1).
+Tensor& random_range(Tensor& self, const char* name, int64_t from, std::optional<int64_t> to_opt,
+                     std::optional<at::Generator> gen) {
+  check_random_self(self, name, true);
+  const at::ScalarType t = self.scalar_type();
+  int64_t to = 0;
+  if (to_opt) {
+    to = *to_opt;
+  } else {
+    switch (t) {
+      case at::kBool: to = 2; break;
+      case at::kChar: to = 128; break;
+      case at::kByte: to = 256; break;
+      case at::kHalf: to = (int64_t{1} << 11) + 1; break;
+      case at::kFloat: to = (int64_t{1} << 24) + 1; break;
+      default: to = int64_t{1} << 31; break;  // int32; int64 and double through int32 (see below)
+    }
+  }
+  TORCH_CHECK(from < to, name, ": expects 'from' to be less than 'to', but got from=", from, " >= to=", to);
+  const bool integral = !at::isFloatingType(t);
+  TORCH_CHECK_NOT_IMPLEMENTED(!integral || (from >= INT32_MIN && to - 1 <= INT32_MAX), name, ": the range [", from,
+                              ", ", to, ") of dtype ", t,
+                              " leaves int32, which device mlu computes integers in (int64 is narrowed to int32)");
+  const double range = static_cast<double>(to - from);
+  // floor(u range) by the truncating cast (u range >= 0), at most range - 1 (fp32 rounding of u range).
+  const std::string k = "minimum(cast(mul($0, " + lit(range) + "), i32), " + std::to_string(to - from - 1) + ")";
+  const std::string text = integral ? "add(" + k + ", " + std::to_string(from) + ")"
+                                    : "add(cast(" + k + ", f32), " + lit(static_cast<double>(from)) + ")";
+  return fill_from_uniforms(self, name, text, false, gen);
+}
+Tensor& mlu_random_from_(Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  return random_range(self, "aten::random_.from", from, to, gen);
+}
+Tensor& mlu_random_to_(Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_range(self, "aten::random_.to", 0, to, gen);
+}
+Tensor& mlu_random_(Tensor& self, std::optional<at::Generator> gen) {
+  return random_range(self, "aten::random_", 0, std::nullopt, gen);
+}
+
+Tensor& mlu_bernoulli_tensor_(Tensor& self, const Tensor& p, std::optional<at::Generator> gen) {
+  const char* name = "aten::bernoulli_.Tensor";
+  check_random_self(self, name, true);
+  OpScope op(name, self);
+  check_on_device(p, op.device(), name, "p");
+  if (self.numel() == 0) return self;
+  const Tensor u = uniform_tensor(op, self.sizes(), 0.0, 1.0, gen);
+  store_random(op, run_elementwise_program({u, p.expand(self.sizes())}, "lt($0, $1)"), self);
+  return self;
+}
+
 }  // namespace
+
+Tensor rounded_division(const char* name, const Tensor& a, const Tensor& b, c10::string_view mode) {
+  TORCH_CHECK_VALUE(mode == "trunc" || mode == "floor", name, ": expected rounding_mode 'trunc' or 'floor', got '",
+                    mode, "'");
+  return rounded_div(name, a, b, mode == "trunc" ? Rounding::kTrunc : Rounding::kFloor);
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("elu", TORCH_FN(mlu_elu));
@@ -577,6 +1117,74 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("huber_loss.out", TORCH_FN(mlu_huber_loss_out));
   m.impl("huber_loss_backward", TORCH_FN(mlu_huber_loss_backward));
   m.impl("huber_loss_backward.out", TORCH_FN(mlu_huber_loss_backward_out));
+  m.impl("atan", TORCH_FN(mlu_atan));
+  m.impl("atan.out", TORCH_FN(mlu_atan_out));
+  m.impl("atan_", TORCH_FN(mlu_atan_));
+  m.impl("asin", TORCH_FN(mlu_asin));
+  m.impl("asin.out", TORCH_FN(mlu_asin_out));
+  m.impl("asin_", TORCH_FN(mlu_asin_));
+  m.impl("acos", TORCH_FN(mlu_acos));
+  m.impl("acos.out", TORCH_FN(mlu_acos_out));
+  m.impl("acos_", TORCH_FN(mlu_acos_));
+  m.impl("sinc", TORCH_FN(mlu_sinc));
+  m.impl("sinc.out", TORCH_FN(mlu_sinc_out));
+  m.impl("sinc_", TORCH_FN(mlu_sinc_));
+  m.impl("erfc", TORCH_FN(mlu_erfc));
+  m.impl("erfc.out", TORCH_FN(mlu_erfc_out));
+  m.impl("erfc_", TORCH_FN(mlu_erfc_));
+  m.impl("special_entr", TORCH_FN(mlu_special_entr));
+  m.impl("special_entr.out", TORCH_FN(mlu_special_entr_out));
+  m.impl("atan2", TORCH_FN(mlu_atan2));
+  m.impl("atan2.out", TORCH_FN(mlu_atan2_out));
+  m.impl("atan2_", TORCH_FN(mlu_atan2_));
+  m.impl("floor_divide", TORCH_FN(mlu_floor_divide));
+  m.impl("floor_divide.out", TORCH_FN(mlu_floor_divide_out));
+  m.impl("floor_divide_.Tensor", TORCH_FN(mlu_floor_divide_));
+  m.impl("fmod.Tensor", TORCH_FN(mlu_fmod));
+  m.impl("fmod.Tensor_out", TORCH_FN(mlu_fmod_out));
+  m.impl("fmod_.Tensor", TORCH_FN(mlu_fmod_));
+  m.impl("remainder.Tensor", TORCH_FN(mlu_remainder));
+  m.impl("remainder.Tensor_out", TORCH_FN(mlu_remainder_out));
+  m.impl("remainder_.Tensor", TORCH_FN(mlu_remainder_));
+  m.impl("special_xlog1py", TORCH_FN(mlu_xlog1py));
+  m.impl("special_xlog1py.out", TORCH_FN(mlu_xlog1py_out));
+  m.impl("angle", TORCH_FN(mlu_angle));
+  m.impl("angle.out", TORCH_FN(mlu_angle_out));
+  m.impl("_prelu_kernel", TORCH_FN(mlu_prelu_kernel));
+  m.impl("_prelu_kernel_backward", TORCH_FN(mlu_prelu_kernel_backward));
+  m.impl("binary_cross_entropy", TORCH_FN(mlu_binary_cross_entropy));
+  m.impl("binary_cross_entropy.out", TORCH_FN(mlu_binary_cross_entropy_out));
+  m.impl("binary_cross_entropy_backward", TORCH_FN(mlu_binary_cross_entropy_backward));
+  m.impl("binary_cross_entropy_backward.grad_input", TORCH_FN(mlu_binary_cross_entropy_backward_out));
+  m.impl("lgamma", TORCH_FN(mlu_lgamma));
+  m.impl("lgamma.out", TORCH_FN(mlu_lgamma_out));
+  m.impl("lgamma_", TORCH_FN(mlu_lgamma_));
+  m.impl("digamma", TORCH_FN(mlu_digamma));
+  m.impl("digamma.out", TORCH_FN(mlu_digamma_out));
+  m.impl("digamma_", TORCH_FN(mlu_digamma_));
+  m.impl("polygamma", TORCH_FN(mlu_polygamma));
+  m.impl("polygamma.out", TORCH_FN(mlu_polygamma_out));
+  m.impl("erfinv", TORCH_FN(mlu_erfinv));
+  m.impl("erfinv.out", TORCH_FN(mlu_erfinv_out));
+  m.impl("erfinv_", TORCH_FN(mlu_erfinv_));
+  m.impl("linspace.out", TORCH_FN(mlu_linspace_out));
+  m.impl("logspace.out", TORCH_FN(mlu_logspace_out));
+  m.impl("uniform_", TORCH_FN(mlu_uniform_));
+  m.impl("normal_", TORCH_FN(mlu_normal_));
+  m.impl("normal.Tensor_float", TORCH_FN(mlu_normal_tensor_float));
+  m.impl("normal.float_Tensor", TORCH_FN(mlu_normal_float_tensor));
+  m.impl("normal.Tensor_Tensor", TORCH_FN(mlu_normal_tensor_tensor));
+  m.impl("normal.Tensor_float_out", TORCH_FN(mlu_normal_tensor_float_out));
+  m.impl("normal.float_Tensor_out", TORCH_FN(mlu_normal_float_tensor_out));
+  m.impl("normal.Tensor_Tensor_out", TORCH_FN(mlu_normal_tensor_tensor_out));
+  m.impl("log_normal_", TORCH_FN(mlu_log_normal_));
+  m.impl("exponential_", TORCH_FN(mlu_exponential_));
+  m.impl("cauchy_", TORCH_FN(mlu_cauchy_));
+  m.impl("geometric_", TORCH_FN(mlu_geometric_));
+  m.impl("random_.from", TORCH_FN(mlu_random_from_));
+  m.impl("random_.to", TORCH_FN(mlu_random_to_));
+  m.impl("random_", TORCH_FN(mlu_random_));
+  m.impl("bernoulli_.Tensor", TORCH_FN(mlu_bernoulli_tensor_));
 }
 
 }  // namespace mlusim::bridge::ops
