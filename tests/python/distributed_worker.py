@@ -77,6 +77,28 @@ host = torch.full((2,), float(rank + 1))
 backend.allreduce([host]).wait()
 found["cpu_all_reduce"] = host.tolist()
 
+# ---- the other collectives: reduce, avg, the list reduce-scatter, the coalesced forms ------------
+red = torch.full((3,), float(rank + 1), device=dev)
+dist.reduce(red, dst=0)
+found["reduce"] = red.cpu().tolist()
+avg = torch.full((2,), float(rank), device=dev)
+dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+found["all_reduce_avg"] = avg.cpu().tolist()
+rs = torch.empty(2, device=dev)
+dist.reduce_scatter(rs, [torch.full((2,), rank + 10.0 * k, device=dev) for k in range(world)])
+found["reduce_scatter"] = rs.cpu().tolist()
+gathered = [torch.empty(2 * world, device=dev), torch.empty(world, device=dev)]
+backend.all_gather_single_coalesced(
+    gathered, [torch.full((2,), float(rank), device=dev), torch.full((1,), 10.0 + rank, device=dev)]).wait()
+found["all_gather_single_coalesced"] = [t.cpu().tolist() for t in gathered]
+scattered_c = [torch.empty(1, device=dev), torch.empty(2, device=dev)]
+backend.reduce_scatter_single_coalesced(
+    scattered_c, [torch.arange(world, dtype=torch.float32, device=dev), torch.ones(2 * world, device=dev)]).wait()
+found["reduce_scatter_single_coalesced"] = [t.cpu().tolist() for t in scattered_c]
+summed = [torch.ones(1, device=dev), torch.full((2,), 2.0, device=dev)]
+backend.allreduce_coalesced(summed).wait()
+found["allreduce_coalesced"] = [t.cpu().tolist() for t in summed]
+
 
 # ---- bad input: a ValueError naming the collective, raised before any rank sends a byte ---------
 def error_of(call):

@@ -117,7 +117,8 @@ void ProcessGroupCNCL::check_same_system() {
     const at::Tensor& other = everyone[0][r];
     if (at::equal(other, mine)) continue;
     const double* p = other.data_ptr<double>();
-    TORCH_CHECK(false, "cncl: rank ", r, " simulates a different interconnect (",
+    TORCH_CHECK(false, "cncl: rank ", r, " simulates a different interconnect (mlu_link_gbps, ",
+                "mlu_link_latency_ns, dram_gbps, host_link_gbps, chips_per_host, nic_gbps = ",
                 list_text(std::vector<double>(p, p + other.numel())), ") than rank ", rank_, " (",
                 list_text(mine_values), "); load the same config on every rank");
   }
@@ -226,9 +227,13 @@ void ProcessGroupCNCL::host_all_reduce(std::vector<at::Tensor>& hosts, const c10
                                        const std::string& name) {
   c10d::AllreduceOptions gloo;
   gloo.reduceOp = name == "avg" ? c10d::ReduceOp(c10d::ReduceOp::SUM) : op;
-  transport_->allreduce(hosts, gloo)->wait();
-  if (name == "avg")
-    for (at::Tensor& h : hosts) h.div_(size_);
+  // One Gloo all-reduce per tensor: given a list, Gloo reduces the list's tensors into each other
+  // (one tensor per device, and all of one shape); allreduce_coalesced's tensors are independent.
+  for (at::Tensor& h : hosts) {
+    std::vector<at::Tensor> one = {h};
+    transport_->allreduce(one, gloo)->wait();
+    if (name == "avg") h.div_(size_);
+  }
 }
 
 void ProcessGroupCNCL::reduce_scatter_host(at::Tensor& host_out, at::Tensor host_in, const c10d::ReduceOp& op,

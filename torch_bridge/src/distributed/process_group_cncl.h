@@ -123,7 +123,7 @@ class ProcessGroupCNCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> hold(Collective op, c10d::OpType type, std::uint64_t bytes, double arrival,
                                       double end, const c10::Device& device, std::vector<at::Tensor> result);
   c10::Stream group_stream(const c10::Device& device);
-  // Gloo all-reduce of host tensors in place; avg (`name`) is a sum divided by the group size.
+  // Gloo all-reduce of each host tensor in place; avg (`name`) is a sum divided by the group size.
   void host_all_reduce(std::vector<at::Tensor>& hosts, const c10d::ReduceOp& op, const std::string& name);
   // Gloo has no reduce-scatter for every dtype: all-reduce `host_in` (flat), keep this rank's block.
   void reduce_scatter_host(at::Tensor& host_out, at::Tensor host_in, const c10d::ReduceOp& op, const std::string& name);
