@@ -42,7 +42,6 @@
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "distributed/collective_time_model.h"
 #include "mlusim/torch/api.h"
