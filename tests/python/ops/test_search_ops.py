@@ -62,3 +62,19 @@ def test_take_channel_shuffle_index_add(dev):
     s0 = torch.tensor(1.5)
     same(torch.index_add(s0.to(DEV), 0, torch.tensor([0]).to(DEV), torch.tensor(2.0).to(DEV)),
          torch.index_add(s0, 0, torch.tensor([0]), torch.tensor(2.0)))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape,pad", [((2, 3, 7), (2, 3)), ((3, 7), (0, 4)), ((1, 2, 5, 6), (1, 2, 3, 4)),
+                                       ((1, 2, 3, 4, 5), (1, 1, 2, 0, 2, 1)), ((2, 3, 7), (-2, 3))])
+def test_reflection_and_replication_pad_forward_and_backward(dev, mode, shape, pad):
+    if mode == "reflect" and min(pad) < 0:
+        pytest.skip("reflect takes no negative padding on the CPU either")
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    cx, dx = x.clone().requires_grad_(), x.to(DEV).requires_grad_()
+    ref, out = torch.nn.functional.pad(cx, pad, mode=mode), torch.nn.functional.pad(dx, pad, mode=mode)
+    same(out.detach(), ref.detach())
+    up = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2))
+    ref.backward(up)
+    out.backward(up.to(DEV))
+    torch.testing.assert_close(dx.grad.cpu(), cx.grad, rtol=1e-5, atol=1e-5)

@@ -16,11 +16,13 @@
 //   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
 //   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
 //   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
+//   reflection_pad / replication_pad 1d-3d (+ backward) = index_select per padded dim with the
+//     source index of each output position (index_add back)  [ReflectionPad.cu, ReplicationPadding.cu]
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/all.h>
-#include <ATen/ops/any.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
+#include <ATen/ops/any.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/cos.h>
@@ -28,17 +30,18 @@
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/gather.h>
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gt.h>
-#include <ATen/ops/logical_not.h>
-#include <ATen/ops/ne.h>
-#include <ATen/ops/scatter_add.h>
-#include <ATen/ops/gather.h>
-#include <ATen/ops/mul.h>
-#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/logical_not.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sin.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include "ops/op_support.h"
@@ -269,6 +272,83 @@ Tensor& mlu_index_add_out(const Tensor& self, int64_t dim, const Tensor& index, 
 Tensor& mlu_index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
   return write_out(mlu_index_add(self, dim, index, source, alpha), self, "aten::index_add_");
 }
+
+// ---- reflection / replication padding ----------------------------------------------------------------
+//
+// Each padded dim (the last 1, 2 or 3; padding = (left, right) of the last dim first, as F.pad) is
+// one index_select with the source index of every output position, computed by a program over
+// arange: j = i - left; reflect: n-1 - |n-1 - |j||; replicate: clamp(j, 0, n-1) (negative pads crop).
+// The backward scatters the gradient back with the same indices (index_add), dims in reverse order.
+enum class PadMode { kReflect, kReplicate };
+
+Tensor pad_source_index(OpScope& op, int64_t n, int64_t left, int64_t out, PadMode mode) {
+  const Tensor i = at::arange(out, at::TensorOptions().device(op.device()).dtype(at::kInt));
+  const std::string j = "sub($0, " + std::to_string(left) + ")", last = std::to_string(n - 1);
+  return run_elementwise_program({i}, mode == PadMode::kReflect
+                                          ? "cast(sub(" + last + ", abs(sub(" + last + ", abs(" + j + ")))), i64)"
+                                          : "cast(minimum(maximum(" + j + ", 0), " + last + "), i64)");
+}
+
+struct PadDim {
+  int64_t dim, left, right, in, out;
+};
+std::vector<PadDim> pad_dims(const Tensor& self, at::IntArrayRef padding, int dims, PadMode mode, const char* name) {
+  TORCH_CHECK(static_cast<int>(padding.size()) == 2 * dims, name, ": expected padding of ", 2 * dims, " values, got ",
+              padding.size());
+  TORCH_CHECK(self.dim() == dims + 1 || self.dim() == dims + 2, name, ": expected a ", dims + 1, "-d or ", dims + 2,
+              "-d input, got ", self.dim(), " dims");
+  std::vector<PadDim> out;
+  for (int k = 0; k < dims; ++k) {
+    const int64_t d = self.dim() - 1 - k, n = self.size(d), l = padding[2 * k], r = padding[2 * k + 1];
+    if (mode == PadMode::kReflect)
+      TORCH_CHECK(l < n && r < n, name, ": padding (", l, ", ", r, ") must be below the input size ", n, " of dim ", d);
+    TORCH_CHECK(n + l + r > 0, name, ": padding (", l, ", ", r, ") leaves no output of dim ", d, " (size ", n, ")");
+    out.push_back({d, l, r, n, n + l + r});
+  }
+  return out;
+}
+
+Tensor pad_forward(const char* name, const Tensor& self, at::IntArrayRef padding, int dims, PadMode mode) {
+  OpScope op(name, self);
+  Tensor out = self;
+  for (const PadDim& p : pad_dims(self, padding, dims, mode, name))
+    out = at::index_select(out, p.dim, pad_source_index(op, p.in, p.left, p.out, mode));
+  return out.is_same(self) ? self.clone() : out;
+}
+Tensor pad_backward(const char* name, const Tensor& grad, const Tensor& self, at::IntArrayRef padding, int dims,
+                    PadMode mode) {
+  OpScope op(name, grad);
+  const std::vector<PadDim> pd = pad_dims(self, padding, dims, mode, name);
+  Tensor g = grad;
+  for (auto it = pd.rbegin(); it != pd.rend(); ++it) {  // undo the last forward step first
+    std::vector<int64_t> shape = g.sizes().vec();
+    shape[static_cast<std::size_t>(it->dim)] = it->in;
+    Tensor zero = at::zeros(shape, g.options());
+    g = mlu_index_add(zero, it->dim, pad_source_index(op, it->in, it->left, it->out, mode), g, 1);
+  }
+  return g;
+}
+
+#define MLUSIM_PAD(fn, aten_name, dims, mode)                                                                      \
+  Tensor mlu_##fn(const Tensor& self, at::IntArrayRef padding) {                                                 \
+    return pad_forward("aten::" aten_name, self, padding, dims, mode);                                           \
+  }                                                                                                              \
+  Tensor& mlu_##fn##_out(const Tensor& self, at::IntArrayRef padding, Tensor& out) {                             \
+    return write_out(mlu_##fn(self, padding), out, "aten::" aten_name);                                          \
+  }                                                                                                              \
+  Tensor mlu_##fn##_backward(const Tensor& grad, const Tensor& self, at::IntArrayRef padding) {                  \
+    return pad_backward("aten::" aten_name "_backward", grad, self, padding, dims, mode);                        \
+  }                                                                                                              \
+  Tensor& mlu_##fn##_backward_out(const Tensor& grad, const Tensor& self, at::IntArrayRef padding, Tensor& gi) { \
+    return write_out(mlu_##fn##_backward(grad, self, padding), gi, "aten::" aten_name "_backward");              \
+  }
+MLUSIM_PAD(reflection_pad1d, "reflection_pad1d", 1, PadMode::kReflect)
+MLUSIM_PAD(reflection_pad2d, "reflection_pad2d", 2, PadMode::kReflect)
+MLUSIM_PAD(reflection_pad3d, "reflection_pad3d", 3, PadMode::kReflect)
+MLUSIM_PAD(replication_pad1d, "replication_pad1d", 1, PadMode::kReplicate)
+MLUSIM_PAD(replication_pad2d, "replication_pad2d", 2, PadMode::kReplicate)
+MLUSIM_PAD(replication_pad3d, "replication_pad3d", 3, PadMode::kReplicate)
+#undef MLUSIM_PAD
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -304,6 +384,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(mlu_index_add));
   m.impl("index_add.out", TORCH_FN(mlu_index_add_out));
   m.impl("index_add_", TORCH_FN(mlu_index_add_));
+#define MLUSIM_REGISTER_PAD(fn)                                              \
+  m.impl(#fn, TORCH_FN(mlu_##fn));                                           \
+  m.impl(#fn ".out", TORCH_FN(mlu_##fn##_out));                              \
+  m.impl(#fn "_backward", TORCH_FN(mlu_##fn##_backward));                    \
+  m.impl(#fn "_backward.grad_input", TORCH_FN(mlu_##fn##_backward_out));
+  MLUSIM_REGISTER_PAD(reflection_pad1d)
+  MLUSIM_REGISTER_PAD(reflection_pad2d)
+  MLUSIM_REGISTER_PAD(reflection_pad3d)
+  MLUSIM_REGISTER_PAD(replication_pad1d)
+  MLUSIM_REGISTER_PAD(replication_pad2d)
+  MLUSIM_REGISTER_PAD(replication_pad3d)
+#undef MLUSIM_REGISTER_PAD
 }
 
 }  // namespace mlusim::bridge::ops
