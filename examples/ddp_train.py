@@ -24,10 +24,13 @@ at fp32; the relative norm is not), and both runs' losses (the ranks' mean vs th
 Per rank it writes <out>/rank<r>.json: the simulated time of every step (ms, from events on the
 training stream, so the exposed part of the gradient all-reduce is in it), the loss, the
 parameter difference and the process group's communication report (calls, bytes, time, algbw,
-busbw, overlap per collective; torch_mlu.distributed). Rank 0 prints a summary line.
+busbw, overlap per collective; torch_mlu.distributed). Rank 0 prints a summary line. --trace
+records the last step's timeline per rank: the collectives appear as "cncl <op> <bytes> B" spans
+on the group's queue, beside the kernels on the training queue.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -53,6 +56,8 @@ def parse_args(argv):
     p.add_argument("--local-bn", action="store_true", help="keep BatchNorm per rank (no SyncBatchNorm)")
     p.add_argument("--check", action="store_true", help="compare the first step with one device on the whole batch")
     p.add_argument("--out", type=pathlib.Path, required=True, help="folder for rank<r>.json")
+    p.add_argument("--trace", action="store_true",
+                   help="also record the last step's timeline to <out>/trace_rank<r>.json (Perfetto)")
     args = p.parse_args(argv)
     for name, low in (("steps", 1), ("batch_per_rank", 1), ("image_size", 32), ("gpt2_layers", 1)):
         if getattr(args, name) < low:
@@ -122,6 +127,7 @@ def main(argv):
         trained = fully_shard(model, mesh=mesh)
     opt = torch.optim.SGD(trained.parameters(), lr=args.lr)
 
+    args.out.mkdir(parents=True, exist_ok=True)
     inputs, targets = global_batch(args, world)
     mine = slice(rank * args.batch_per_rank, (rank + 1) * args.batch_per_rank)
     x, y = inputs[mine].to(dev), targets[mine].to(dev)
@@ -134,13 +140,16 @@ def main(argv):
         torch_mlu.reset_stats()
         backend.clear_collectives()
         start, end = torch.mlu.Event(enable_timing=True), torch.mlu.Event(enable_timing=True)
-        start.record()
-        loss = loss_of(trained, args, x, y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        end.record()
-        end.synchronize()
+        last = step == args.steps - 1
+        with (torch_mlu.sim.trace(args.out / f"trace_rank{rank}.json") if args.trace and last
+              else contextlib.nullcontext()):
+            start.record()
+            loss = loss_of(trained, args, x, y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            end.record()
+            end.synchronize()
         found["step_ms"].append(start.elapsed_time(end))
         found["loss"].append(loss.item())
         if step == 0:

@@ -121,6 +121,13 @@ cnrtRet_t mlusimNotifierPeek(cnrtNotifier_t notifier, double *ns);
  * Thread safety: any thread. */
 cnrtRet_t mlusimQueueGetDevice(cnrtQueue_t queue, int *device);
 
+/* cnrtInvokeHostFunc with a name: traces and error messages show `name` (copied; at most 127
+ * bytes kept) for the host function's span on its queue instead of "host function". For modelled
+ * waits a library puts on a queue, such as torch_mlu's cncl collectives ("cncl all_reduce ...").
+ * Same ordering, host cost and thread safety as cnrtInvokeHostFunc. cnrtErrorArgsInvalid: fn or
+ * name is NULL, or name is empty. cnrtErrorInvalidResourceHandle: queue is not a live queue. */
+cnrtRet_t mlusimInvokeHostFuncNamed(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData, const char *name);
+
 /* ---- statistics ----------------------------------------------------------------------------- */
 
 #define MLUSIM_MEM_LEVEL_COUNT 5 /* indices: 0 host, 1 GDRAM, 2 SRAM, 3 NRAM, 4 WRAM */

@@ -77,6 +77,30 @@ cnrtRet_t invoke_kernel_body(const std::string& name, std::function<void()> body
 
 }  // namespace mlusim::driver
 
+namespace {
+
+// cnrtInvokeHostFunc's body, with the op's label (traces, error messages) given.
+cnrtRet_t invoke_host_func(const char* api, cnrtQueue_t queue, cnrtHostFn_t fn, void* userData, const char* name) {
+  return api_call(HostCost::kApiCall, [&](Runtime& rt, HostThread& t) {
+    if (fn == nullptr) return t.fail(cnrtErrorArgsInvalid, std::string(api) + ": fn is NULL");
+    if (name == nullptr || *name == '\0') return t.fail(cnrtErrorArgsInvalid, std::string(api) + ": name is NULL or empty");
+    std::lock_guard<std::mutex> lk(rt.mu);
+    if (no_device(rt)) return fail_no_device(t, api);
+    QueuePtr q = rt.find_queue(queue, t);
+    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, std::string(api) + ": queue " + hex_address(queue) + " is not a live queue");
+    auto op = std::make_shared<Op>();
+    op->kind = OpKind::kHostFunc;
+    op->device = q->device;
+    op->fn = fn;
+    op->user_data = userData;
+    op->label = std::string(name).substr(0, 127);
+    rt.submit(op, q, t);
+    return cnrtSuccess;
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 cnrtRet_t cnrtInvokeKernel(const void* kernel, cnrtDim3_t dim, cnrtFunctionType_t ktype, void** args, size_t reserved,
@@ -105,21 +129,11 @@ cnrtRet_t cnrtInvokeKernel(const void* kernel, cnrtDim3_t dim, cnrtFunctionType_
 }
 
 cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void* userData) {
-  return api_call(HostCost::kApiCall, [&](Runtime& rt, HostThread& t) {
-    if (fn == nullptr) return t.fail(cnrtErrorArgsInvalid, "cnrtInvokeHostFunc: fn is NULL");
-    std::lock_guard<std::mutex> lk(rt.mu);
-    if (no_device(rt)) return fail_no_device(t, "cnrtInvokeHostFunc");
-    QueuePtr q = rt.find_queue(queue, t);
-    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, "cnrtInvokeHostFunc: queue " + hex_address(queue) + " is not a live queue");
-    auto op = std::make_shared<Op>();
-    op->kind = OpKind::kHostFunc;
-    op->device = q->device;
-    op->fn = fn;
-    op->user_data = userData;
-    op->label = "host function";
-    rt.submit(op, q, t);
-    return cnrtSuccess;
-  });
+  return invoke_host_func("cnrtInvokeHostFunc", queue, fn, userData, "host function");
+}
+
+cnrtRet_t mlusimInvokeHostFuncNamed(cnrtQueue_t queue, cnrtHostFn_t fn, void* userData, const char* name) {
+  return invoke_host_func("mlusimInvokeHostFuncNamed", queue, fn, userData, name);
 }
 
 }  // extern "C"

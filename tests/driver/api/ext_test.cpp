@@ -1,5 +1,6 @@
 // Simulator extensions: configs (and their errors), reset, clocks, timing-only mode, traces,
 // statistics.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -207,6 +208,32 @@ TEST_F(ExtTest, TraceRecordsQueueOperations) {
   EXPECT_CNRT_ERROR(mlusimTraceWrite(nullptr), cnrtErrorArgsInvalid);
   EXPECT_CNRT_ERROR(mlusimTraceWrite(""), cnrtErrorArgsInvalid);
   EXPECT_CNRT_ERROR(mlusimTraceWrite("/proc/no/such/dir/t.json"), cnrtErrorSys);
+}
+
+// A named host function: its span on the queue's track in the trace carries the name, and it
+// runs and holds like cnrtInvokeHostFunc; bad arguments name the problem.
+TEST_F(ExtTest, NamedHostFunctionShowsItsNameInTheTrace) {
+  const auto path = std::filesystem::temp_directory_path() / ("mlusim_driver_named_" + std::to_string(::getpid())) / "t.json";
+  cnrtQueue_t q;
+  ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
+  ASSERT_EQ(mlusimTraceBegin(MLUSIM_TRACE_OPS), cnrtSuccess);
+  static std::atomic<int> ran{0};
+  ASSERT_EQ(mlusimInvokeHostFuncNamed(q, [](void*) { ++ran; mlusimHostAdvance(3000); }, nullptr, "cncl all_reduce 4 MiB"),
+            cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(q), cnrtSuccess);
+  EXPECT_EQ(ran.load(), 1);
+  ASSERT_EQ(mlusimTraceEnd(), cnrtSuccess);
+  ASSERT_EQ(mlusimTraceWrite(path.c_str()), cnrtSuccess);
+  const std::string json = read_file(path);
+  EXPECT_NE(json.find("cncl all_reduce 4 MiB"), std::string::npos) << json.substr(0, 2000);
+  std::filesystem::remove_all(path.parent_path());
+  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, nullptr, nullptr, "x"), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, [](void*) {}, nullptr, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, [](void*) {}, nullptr, ""), cnrtErrorArgsInvalid);
+  EXPECT_NE(std::string(mlusimGetLastErrorMessage()).find("name is NULL or empty"), std::string::npos);
+  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(reinterpret_cast<cnrtQueue_t>(0x10), [](void*) {}, nullptr, "x"),
+                    cnrtErrorInvalidResourceHandle);
+  ASSERT_EQ(cnrtQueueDestroy(q), cnrtSuccess);
 }
 
 TEST_F(ExtTest, StatisticsCountTrafficAndKernels) {

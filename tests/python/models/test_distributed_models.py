@@ -26,9 +26,20 @@ def train(tmp_path, *args):
     return run.stdout, [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
 
+def spans(trace_path):
+    """{track name: [(name, start us, end us)]} of a torch_mlu.sim.trace file."""
+    events = json.loads(trace_path.read_text())["traceEvents"]
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    out = {}
+    for e in events:
+        if e.get("ph") == "X":
+            out.setdefault(tracks.get((e["pid"], e["tid"]), "?"), []).append((e["name"], e["ts"], e["ts"] + e["dur"]))
+    return out
+
+
 @pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
 def test_gpt2_step_matches_one_device_on_the_whole_batch(tmp_path, mode):
-    stdout, ranks = train(tmp_path, "--model", "gpt2", "--mode", mode)
+    stdout, ranks = train(tmp_path, "--model", "gpt2", "--mode", mode, "--steps", "2", "--trace")
     assert f"gpt2 {mode} x2" in stdout
     for f in ranks:
         assert f["mean_rank_loss"] == pytest.approx(f["reference_loss"], rel=1e-6)
@@ -41,6 +52,15 @@ def test_gpt2_step_matches_one_device_on_the_whole_batch(tmp_path, mode):
     assert want <= set(comm), comm
     for op in want:
         assert comm[op]["busbw_gbps"] > 0 and 0.0 <= comm[op]["overlap"] <= 1.0
+    # The trace of the second step: the collectives are spans on the group's own queue, and
+    # (DDP) gradient all-reduces overlap the backward's work on the training queue.
+    tracks = spans(tmp_path / "out" / "trace_rank0.json")
+    comm_tracks = {t for t, ss in tracks.items() if any(n.startswith("cncl ") for n, _, _ in ss)}
+    assert comm_tracks and "default queue" not in comm_tracks, sorted(tracks)
+    if mode == "ddp":
+        reduces = [(a, b) for t in comm_tracks for n, a, b in tracks[t] if n.startswith("cncl all_reduce")]
+        busy = tracks["default queue"]
+        assert any(s < b and e > a for a, b in reduces for _, s, e in busy), "no all-reduce overlaps the training queue"
 
 
 def test_resnet50_ddp_with_sync_batch_norm_matches_one_device(tmp_path):

@@ -214,7 +214,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::hold(Collective op, c10d::OpTyp
   c10::Event produced(kMlu);
   produced.record(impl.getStream(device));
   produced.block(group);
-  queue_hold_until(device.index(), group.id(), end);
+  // Named like the driver's copies ("memcpy HtoD 4096 B ..."): the collective's span in traces.
+  queue_hold_until(device.index(), group.id(), end, std::string("cncl ") + collective_name(op) + " " + std::to_string(bytes) + " B");
   for (const at::Tensor& t : result)
     if (t.device().type() == kMlu) impl.recordDataPtrOnStream(t.storage().data_ptr(), group);
   comm_ns_ += end - arrival;

@@ -53,13 +53,13 @@ double notifier_peek_ns(std::uintptr_t notifier) {
 
 void host_advance(double ns) { check(mlusimHostAdvance(ns), "mlusimHostAdvance"); }
 
-void queue_hold_until(int device, std::int64_t queue_id, double until_ns) {
+void queue_hold_until(int device, std::int64_t queue_id, double until_ns, const std::string& label) {
   if (!std::isfinite(until_ns)) throw std::invalid_argument("queue_hold_until: time must be finite");
   cnrtQueue_t q = queue_handle(device, queue_id);
   auto* arg = new double(until_ns);
-  const cnrtRet_t r = cnrtInvokeHostFunc(q, hold_until, arg);
+  const cnrtRet_t r = mlusimInvokeHostFuncNamed(q, hold_until, arg, label.c_str());
   if (r != cnrtSuccess) delete arg;
-  check(r, "cnrtInvokeHostFunc");
+  check(r, "mlusimInvokeHostFuncNamed");
 }
 
 std::vector<std::pair<double, double>> kernel_spans(int device) {

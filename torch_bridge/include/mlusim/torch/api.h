@@ -168,7 +168,7 @@ void reset_stats(int device = -1);
 // thread): cheap to poll, for progress displays.
 std::uint64_t op_calls();
 
-// ---- the "cncl" process group's transport (torch_mlu/distributed.py) -------------------------
+// ---- the "cncl" process group's transport (src/distributed/process_group_cncl.h) ---------------
 // Each rank process simulates its own chip; ranks exchange tensors over Gloo and the collective's
 // simulated time comes from the interconnect model, so the bytes move without simulated time.
 // Copies `bytes` between host memory and device memory at once (mlusimMemcpyNoTime).
@@ -182,7 +182,8 @@ double notifier_peek_ns(std::uintptr_t notifier);
 void host_advance(double ns);
 // Queues on (device, queue_id) an operation that completes at host time `until_ns` (or as soon as
 // the queue reaches it, if later): the collective's end as the interconnect model computed it.
-void queue_hold_until(int device, std::int64_t queue_id, double until_ns);
+// `label` names its span on the queue's track in traces ("cncl all_reduce 4.0 MiB").
+void queue_hold_until(int device, std::int64_t queue_id, double until_ns, const std::string& label);
 // The figures of the loaded config the collectives' time model uses.
 struct InterconnectFigures {
   int devices = 1;

@@ -144,13 +144,8 @@ PYBIND11_MODULE(_C, m) {
     return d;
   }, py::arg("device") = -1);
 
-  // the "cncl" process group's transport (torch_mlu/distributed.py)
-  m.def("memcpy_untimed", &b::memcpy_untimed, py::arg("dst"), py::arg("src"), py::arg("bytes"), py::arg("to_device"),
-        py::call_guard<py::gil_scoped_release>());
-  m.def("host_time_ns", &b::host_time_ns);
-  m.def("host_advance", &b::host_advance, py::arg("ns"));
-  m.def("notifier_peek_ns", &b::notifier_peek_ns, py::arg("notifier"), py::call_guard<py::gil_scoped_release>());
-  m.def("queue_hold_until", &b::queue_hold_until, py::arg("device"), py::arg("queue_id"), py::arg("until_ns"));
+  // what torch_mlu/distributed.py's communication report reads (the cncl backend itself, in
+  // _C_cncl, calls the transport in C++)
   m.def("kernel_spans", &b::kernel_spans, py::arg("device"));
   m.def("interconnect_figures", [] {
     const b::InterconnectFigures f = b::interconnect_figures();
