@@ -2,14 +2,14 @@
 """torch_mlu benchmark: operator coverage of the simulated MLU, measured with PyTorch's own OpInfo
 database (torch.testing._internal.common_methods_invocations.op_db).
 
-For every OpInfo that supports float32 on the CPU, the first 4 sample inputs
+For every OpInfo that supports float32 (or --dtype) on the CPU, the first 4 sample inputs
 (op.sample_inputs("cpu", torch.float32)) run on the CPU and on "mlu" (tensors in the input, args and
 kwargs moved with .to("mlu"), recursively, keeping each view's strides and storage offset; a
 device="cpu" argument of a factory op becomes "mlu"). The CPU fallback stays off, so a missing
 kernel raises NotImplementedError naming the aten op. Each op lands in one class, decided by its
 first sample that does not pass:
   pass             every sample's device result, moved back to the CPU, matches the CPU result
-                   (torch.testing.assert_close, atol=1e-4, rtol=1.3e-4, equal_nan=True);
+                   (torch.testing.assert_close, atol=1e-4, rtol=1.3e-4 for float32, equal_nan=True);
   not_implemented  NotImplementedError, or "has no kernel" in the message;
   wrong            a numeric mismatch or a wrong shape / dtype / structure;
   error            any other exception (the first line of its message is kept);
@@ -34,13 +34,21 @@ to synchronize, the worker is replaced too.
 
 Run from the source tree after a build (the venv imports torch_mlu from the build tree):
   .venv/bin/python bench/opinfo_coverage.py [--list] [--json out.json] [--ops name1,name2]
-      [--samples 4] [--limit 20]
+      [--samples 4] [--limit 20] [--dtype float32|float16] [--shard K/N] [--fail-on-wrong]
+      [--readme torch_bridge/README.md]
 --ops takes OpInfo names (all variants of that name) or name.variant keys (e.g. normal.in_place).
+--dtype float16 runs the ops that support float16 on the CPU, compared at torch's float16
+tolerances (atol 1e-5, rtol 1e-3). --shard K/N runs every N-th op starting at the K-th (0-based,
+in op_db's order), so N runs side by side or one after another cover every op once; the test
+suite runs shards of it (tests/torch_bridge/CMakeLists.txt). --fail-on-wrong makes the exit status
+1 when an op is wrong (a device result that differs from the CPU's). --readme rewrites the block
+between the markers "<!-- opinfo-unsupported:begin -->" and "<!-- opinfo-unsupported:end -->" of
+that file with the summary and the ops that have no kernel (a full run only).
 Prints one summary line:
   OpInfo float32, 4 samples/op: P passed, N not implemented, W wrong, E errors, T timeouts,
   C cpu-reference errors of TOTAL ops
 and, with --list, the ops of each class with their messages and the most common missing kernels.
-This is a measurement, not a test: nothing is asserted and the exit status is 0 whatever the figures.
+Without --fail-on-wrong this is a measurement: the exit status is 0 whatever the figures.
 """
 
 import argparse
@@ -56,7 +64,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CLASSES = ("pass", "not_implemented", "wrong", "error", "timeout", "cpu_error")
-ATOL, RTOL = 1e-4, 1.3e-4
+# Tolerances per dtype: the issue's float32 figures; torch's defaults for float16.
+TOLERANCES = {"float32": (1e-4, 1.3e-4), "float16": (1e-5, 1e-3)}
+README_BEGIN, README_END = "<!-- opinfo-unsupported:begin -->", "<!-- opinfo-unsupported:end -->"
 # Ops whose result is uninitialised memory: equal values would be luck (PyTorch's own CPU
 # comparison, TestCommon.test_compare_cpu, skips them as "non-deterministic").
 UNINITIALISED = {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
@@ -93,19 +103,21 @@ def _op_key(op):
 
 
 class Runner:
-    def __init__(self, samples, limit):
+    def __init__(self, samples, limit, dtype_name):
         import torch
         import torch_mlu
         self.torch = torch
         self.torch_mlu = torch_mlu
         self.samples = samples
         self.limit = limit
+        self.dtype = getattr(torch, dtype_name)
+        self.atol, self.rtol = TOLERANCES[dtype_name]
         self.dev = torch.device("mlu", 0)
         torch.mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"])
         torch_mlu.set_cpu_fallback(False)
         self.ops = {}
         for op in _import_op_db():
-            if op.supports_dtype(torch.float32, "cpu"):
+            if op.supports_dtype(self.dtype, "cpu"):
                 self.ops[_op_key(op)] = op
 
     # --- moving arguments --------------------------------------------------------------------
@@ -216,7 +228,7 @@ class Runner:
             got, want = self._meta(out), self._meta(ref)
             return None if got == want else f"shape/dtype/structure {got} != CPU's {want}"
         try:
-            self.torch.testing.assert_close(out, ref, atol=ATOL, rtol=RTOL, equal_nan=True)
+            self.torch.testing.assert_close(out, ref, atol=self.atol, rtol=self.rtol, equal_nan=True)
             return None
         except AssertionError as exc:
             return _compact(exc)
@@ -278,12 +290,12 @@ class Runner:
         stage = "cpu"
         try:
             try:
-                samples = list(itertools.islice(op.sample_inputs("cpu", torch.float32), self.samples))
+                samples = list(itertools.islice(op.sample_inputs("cpu", self.dtype), self.samples))
             except Exception as exc:
                 result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
                 return result
             if not samples:
-                result.update({"class": "cpu_error", "message": "no float32 sample inputs"})
+                result.update({"class": "cpu_error", "message": f"no {self.dtype} sample inputs"})
                 return result
             for index, sample in enumerate(samples):
                 original = (sample.input, sample.args, sample.kwargs)
@@ -344,7 +356,7 @@ class Runner:
                 result["restart"] = not self._sync_ok()
 
 
-def worker_main(conn, samples, limit, log_path):
+def worker_main(conn, samples, limit, dtype_name, log_path):
     # The worker's stdout/stderr (PyTorch warnings, a simulator's dying words) go to a log that
     # the parent reads when the worker dies.
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -354,7 +366,7 @@ def worker_main(conn, samples, limit, log_path):
     import warnings
     warnings.simplefilter("ignore")
     try:
-        runner = Runner(samples, limit)
+        runner = Runner(samples, limit, dtype_name)
     except BaseException as exc:
         conn.send(("failed", _first_line(exc)))
         return
@@ -383,11 +395,11 @@ def worker_main(conn, samples, limit, log_path):
 class Worker:
     START_TIMEOUT_S = 300
 
-    def __init__(self, samples, limit, log_path):
+    def __init__(self, samples, limit, dtype_name, log_path):
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.log_path = log_path
-        self.proc = ctx.Process(target=worker_main, args=(child, samples, limit, log_path), daemon=True)
+        self.proc = ctx.Process(target=worker_main, args=(child, samples, limit, dtype_name, log_path), daemon=True)
         self.proc.start()
         child.close()
         if not self.conn.poll(self.START_TIMEOUT_S):
@@ -461,9 +473,25 @@ def main():
     ap.add_argument("--grace", type=int, default=100,
                     help="seconds past --limit before a worker stuck in one simulator call is killed (default 100)")
     ap.add_argument("--progress", action="store_true", help="print each op's class as it finishes (stderr)")
+    ap.add_argument("--dtype", choices=sorted(TOLERANCES), default="float32", help="sample dtype (default float32)")
+    ap.add_argument("--shard", metavar="K/N", help="run every N-th op starting at the K-th (0 <= K < N)")
+    ap.add_argument("--fail-on-wrong", action="store_true", help="exit status 1 when an op is wrong")
+    ap.add_argument("--readme", metavar="PATH",
+                    help="rewrite PATH's block between the opinfo-unsupported markers with the ops that have no kernel")
     args = ap.parse_args()
     if args.samples < 1 or args.limit < 1 or args.grace < 1:
         ap.error("--samples, --limit and --grace must be >= 1")
+    shard = None
+    if args.shard:
+        try:
+            k, n = (int(v) for v in args.shard.split("/"))
+        except ValueError:
+            ap.error(f"--shard takes K/N with integers K and N, got {args.shard!r}")
+        if not 0 <= k < n:
+            ap.error(f"--shard {args.shard}: expected 0 <= K < N")
+        shard = (k, n)
+    if args.readme and (args.shard or args.ops):
+        ap.error("--readme needs a full run (no --shard, no --ops)")
 
     os.environ.setdefault("MLUSIM_CONFIG", "tiny")
     os.environ.setdefault("MLUSIM_CONFIG_DIR", str(ROOT / "configs"))
@@ -474,7 +502,7 @@ def main():
     log_dir = tempfile.mkdtemp(prefix="opinfo_coverage.")
     log_path = os.path.join(log_dir, "worker.log")
     started = time.perf_counter()
-    worker = Worker(args.samples, args.limit, log_path)
+    worker = Worker(args.samples, args.limit, args.dtype, log_path)
     all_ops = worker.ops  # key -> OpInfo name
     worker_info = worker.info
     if args.ops:
@@ -482,15 +510,17 @@ def main():
         keys = [k for k, name in all_ops.items() if k in wanted or name in wanted]
         unknown = [w for w in wanted if w not in all_ops and w not in all_ops.values()]
         if unknown:
-            print(f"not in op_db or not float32 on the CPU: {', '.join(unknown)}", file=sys.stderr)
+            print(f"not in op_db or not {args.dtype} on the CPU: {', '.join(unknown)}", file=sys.stderr)
     else:
         keys = list(all_ops)
+    if shard:
+        keys = keys[shard[0]::shard[1]]
 
     results = {}
     hard_limit = args.limit + args.grace
     for n, key in enumerate(keys, 1):
         if worker is None:
-            worker = Worker(args.samples, args.limit, log_path)
+            worker = Worker(args.samples, args.limit, args.dtype, log_path)
         result, alive = worker.run(key, hard_limit)
         results[key] = result
         if not alive:
@@ -511,7 +541,8 @@ def main():
             m = MISSING_KERNEL.search(r["message"])
             missing[m.group(1) if m else r["message"]] += 1
     unvalued = sorted(k for k, r in results.items() if r["class"] == "pass" and not r["values_compared"])
-    summary = (f"OpInfo float32, {args.samples} samples/op: {counts['pass']} passed, "
+    scope = f" shard {args.shard}" if args.shard else ""
+    summary = (f"OpInfo {args.dtype}{scope}, {args.samples} samples/op: {counts['pass']} passed, "
                f"{counts['not_implemented']} not implemented, {counts['wrong']} wrong, {counts['error']} errors, "
                f"{counts['timeout']} timeouts, {counts['cpu_error']} cpu-reference errors of {len(results)} ops")
 
@@ -536,12 +567,45 @@ def main():
     print(summary)
 
     if args.json:
+        atol, rtol = TOLERANCES[args.dtype]
         report = {"summary": summary, "counts": {cls: counts[cls] for cls in CLASSES}, "total": len(results),
-                  "samples_per_op": args.samples, "limit_s": args.limit, "atol": ATOL, "rtol": RTOL,
+                  "dtype": args.dtype, "shard": args.shard,
+                  "samples_per_op": args.samples, "limit_s": args.limit, "atol": atol, "rtol": rtol,
                   "torch": worker_info["torch"], "config": worker_info["config"], "run_time_s": round(elapsed, 1),
                   "missing_kernels": dict(missing.most_common()), "ops": results}
         pathlib.Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    if args.readme:
+        write_readme(pathlib.Path(args.readme), summary, results)
+    if args.fail_on_wrong and counts["wrong"]:
+        wrong = sorted(k for k, r in results.items() if r["class"] == "wrong")
+        print(f"FAILED: {len(wrong)} ops give results that differ from the CPU's: {', '.join(wrong)}")
+        return 1
     return 0
+
+
+def write_readme(path, summary, results):
+    """Replaces the block between README_BEGIN and README_END in `path` with the summary, the
+    not-implemented ops (each with the first missing kernel) and the ops that fail otherwise."""
+    text = path.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise SystemExit(f"{path}: no {README_BEGIN} ... {README_END} block to rewrite")
+    lines = [README_BEGIN, "", f"`{summary}` (generated by `bench/opinfo_coverage.py --readme`).", ""]
+    missing = sorted(k for k, r in results.items() if r["class"] == "not_implemented")
+    lines.append(f"Ops without a device kernel ({len(missing)}; the op and the first missing ATen kernel or reason):")
+    lines.append("")
+    for key in missing:
+        msg = results[key]["message"].split("; set TORCH_MLU_CPU_FALLBACK")[0]
+        m = MISSING_KERNEL.search(msg)
+        why = m.group(1) if m and "has no kernel" in msg else re.sub(r"^sample \d+: NotImplementedError: ", "", msg)
+        lines.append(f"- `{key}`: {why}")
+    failing = sorted(k for k, r in results.items() if r["class"] in ("error", "timeout"))
+    if failing:
+        lines += ["", f"Ops that fail with another error or time out ({len(failing)}; not counted as passed):", ""]
+        sample_prefix = re.compile(r"^sample \d+: ")
+        lines += [f"- `{key}`: " + sample_prefix.sub("", results[key]["message"]) for key in failing]
+    lines += ["", README_END]
+    begin, end = text.index(README_BEGIN), text.index(README_END) + len(README_END)
+    path.write_text(text[:begin] + "\n".join(lines) + text[end:])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Ops composed of other device kernels (src/ops/composite_ops.cpp) against torch's CPU results:
 count_nonzero, isin, searchsorted / bucketize (both sides, N-d sequences, sorter, NaN), take,
-channel_shuffle and index_add (functional, in-place, out=, 0-dim)."""
+channel_shuffle, index_add (functional, in-place, out=, 0-dim) and reflection / replication
+padding (1d-3d, forward and backward, negative padding)."""
 
 import pytest
 import torch
