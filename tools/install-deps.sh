@@ -88,6 +88,8 @@ TORCH_PACKAGES=(
   python3-venv python3-dev
   # Python bindings of torch_mlu
   pybind11-dev
+  # `ip netns` / veth: the 2-machine torch.distributed test (tests/python/test_distributed_netns.py)
+  iproute2
 )
 
 mode=install
