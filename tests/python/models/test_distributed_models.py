@@ -52,6 +52,13 @@ def test_gpt2_step_matches_one_device_on_the_whole_batch(tmp_path, mode):
     assert want <= set(comm), comm
     for op in want:
         assert comm[op]["busbw_gbps"] > 0 and 0.0 <= comm[op]["overlap"] <= 1.0
+    # The cycle report's communication section gives the same numbers.
+    assert ranks[1]["cycle_report_communication"]["rank"] == 1
+    assert ranks[0]["cycle_report_communication"]["ranks"] == 2
+    assert ranks[0]["cycle_report_communication"]["collectives"] == comm
+    text = ranks[0]["cycle_report_text"]
+    assert text.startswith("communication (cncl, rank 0 of 2") and "busbw GB/s" in text
+    assert all(op in text for op in want)
     # The trace of the second step: the collectives are spans on the group's own queue, and
     # (DDP) gradient all-reduces overlap the backward's work on the training queue.
     tracks = spans(tmp_path / "out" / "trace_rank0.json")

@@ -71,13 +71,48 @@ def trace(path, level="ops"):
 
 def cycle_report(device=None, format="text"):
     """The cycle report of the device since the last reset_stats(): kernels (cycles, share),
-    engine utilisation, memory traffic per level, the caching allocator's statistics and the ops
-    that ran on the CPU fallback. format="json" returns a dict."""
+    engine utilisation, memory traffic per level, the caching allocator's statistics, the ops
+    that ran on the CPU fallback and, in a process of a "cncl" process group, the communication
+    of this rank (torch_mlu.distributed.comm_report: per collective calls, bytes, time, algbw,
+    busbw, overlap with kernels). format="json" returns a dict (the communication under
+    "communication")."""
+    index = _index(device)
+    comm = _communication(index)
     if format == "text":
-        return _C.cycle_report(_index(device))
+        return _C.cycle_report(index) + (_communication_text(comm) if comm is not None else "")
     if format == "json":
-        return json.loads(_C.cycle_report_json(_index(device)))
+        report = json.loads(_C.cycle_report_json(index))
+        if comm is not None:
+            report["communication"] = comm
+        return report
     raise ValueError(f"format must be 'text' or 'json', got {format!r}")
+
+
+def _communication(index):
+    """This rank's comm_report on device `index` when the world group has a cncl backend, else None."""
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    from . import distributed as cncl
+
+    try:
+        backend = cncl.backend_of()
+    except (ValueError, RuntimeError):  # no "mlu" backend in the world group, or another one
+        return None
+    return {"rank": backend.rank(), "ranks": backend.size(), "collectives": cncl.comm_report(device=index)}
+
+
+def _communication_text(comm):
+    lines = ["", f"communication (cncl, rank {comm['rank']} of {comm['ranks']}; nccl-tests' algbw/busbw)",
+             f"  {'collective':16} {'calls':>6} {'bytes':>14} {'time us':>11} {'algbw GB/s':>11} {'busbw GB/s':>11}"
+             f" {'overlap':>8}"]
+    for op, r in sorted(comm["collectives"].items()):
+        lines.append(f"  {op:16} {r['calls']:6d} {r['bytes']:14d} {r['time_us']:11.3f} {r['algbw_gbps']:11.2f}"
+                     f" {r['busbw_gbps']:11.2f} {r['overlap'] * 100:7.1f}%")
+    if not comm["collectives"]:
+        lines.append("  (none)")
+    return "\n".join(lines) + "\n"
 
 
 def reset_stats(device=None):
