@@ -121,7 +121,7 @@ void BM_AllReduce(benchmark::State& state) {
   check(mlusimSetTimingOnly(0), "timing-only off");
 }
 BENCHMARK(BM_AllReduce)
-    ->ArgsProduct({benchmark::CreateRange(8, 256 << 20, 8), {2, 8}})
+    ->ArgsProduct({benchmark::CreateRange(8, 1 << 30, 8), {2, 8}})  // 8 B .. 1 GiB (1 GiB x 8 ranks: 12.8 GB of host memory)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();
