@@ -16,8 +16,15 @@
 //   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
 //   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
 //   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
+//   upsample nearest / nearest-exact / linear / bilinear / trilinear (+ backward): index_select per
+//     spatial dim, weights from a program (index_add back)  [UpSampleNearest*.cu, UpSampleBilinear2d.cu]
 //   reflection_pad / replication_pad 1d-3d (+ backward) = index_select per padded dim with the
 //     source index of each output position (index_add back)  [ReflectionPad.cu, ReplicationPadding.cu]
+#include <iomanip>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/amax.h>
@@ -349,6 +356,155 @@ MLUSIM_PAD(replication_pad1d, "replication_pad1d", 1, PadMode::kReplicate)
 MLUSIM_PAD(replication_pad2d, "replication_pad2d", 2, PadMode::kReplicate)
 MLUSIM_PAD(replication_pad3d, "replication_pad3d", 3, PadMode::kReplicate)
 #undef MLUSIM_PAD
+
+// ---- upsampling: nearest, nearest-exact, linear / bilinear / trilinear ----------------------------------------
+//
+// Separable: each spatial dim (the last 1-3) in turn, with torch's source coordinates (UpSample.h)
+// computed by a program over arange in fp32, scale = 1 / scale_factor when given, else in / out:
+//   nearest        src = min(floor(o scale), in - 1)            (nearest-exact: floor((o + 1/2) scale))
+//   linear         src = align_corners ? o (in - 1) / (out - 1) : max((o + 1/2) scale - 1/2, 0);
+//                  y = x[i0] (1 - l) + x[i1] l with i0 = floor(src), i1 = min(i0 + 1, in - 1), l = src - i0
+// (bilinear/trilinear interpolate one dim after the other: the same weights, rounded per dim).
+// Backwards scatter the gradient with the same indices and weights (index_add), dims in reverse.
+enum class Interp { kNearest, kNearestExact, kLinear };
+
+struct InterpDim {
+  int64_t dim, in, out;
+  Tensor i0, i1, weight;  // weight: l, shaped to broadcast along dim (linear only)
+};
+
+// A program literal of a scale (all 17 digits: the coordinates are fp32 products with it).
+std::string scale_text(double v) { return c10::str(std::setprecision(17), v); }
+
+double source_scale(int64_t in, int64_t out, bool align_corners, std::optional<double> scale, Interp mode) {
+  if (mode == Interp::kLinear && align_corners) return out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  return scale && *scale > 0 ? 1.0 / *scale : static_cast<double>(in) / static_cast<double>(out);
+}
+
+std::vector<InterpDim> interp_dims(OpScope& op, at::IntArrayRef input_size, at::IntArrayRef output_size, Interp mode,
+                                   bool align_corners, at::ArrayRef<std::optional<double>> scales) {
+  const auto k = static_cast<int64_t>(output_size.size());
+  TORCH_CHECK(static_cast<int64_t>(input_size.size()) == k + 2, op.name(), ": expected a ", k + 2, "-d input, got ",
+              input_size.size(), " dims");
+  std::vector<InterpDim> dims;
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t in = input_size[static_cast<std::size_t>(2 + i)], out = output_size[static_cast<std::size_t>(i)];
+    TORCH_CHECK(in > 0 && out > 0, op.name(), ": input and output sizes must be positive, got ", in, " and ", out);
+    const double sc = source_scale(in, out, align_corners, scales.size() > static_cast<std::size_t>(i) ? scales[static_cast<std::size_t>(i)] : std::nullopt, mode);
+    const Tensor o = at::arange(out, at::TensorOptions().device(op.device()).dtype(at::kFloat));
+    const std::string last = std::to_string(in - 1);
+    InterpDim d{2 + i, in, out, Tensor(), Tensor(), Tensor()};
+    if (mode == Interp::kLinear) {
+      const std::string src = align_corners ? "mul($0, " + scale_text(sc) + ")"
+                                            : "maximum(sub(mul(add($0, 0.5), " + scale_text(sc) + "), 0.5), 0.0)";
+      const Tensor s = run_elementwise_program({o}, src);
+      d.i0 = run_elementwise_program({s}, "minimum(cast($0, i64), " + last + ")");
+      d.i1 = run_elementwise_program({d.i0}, "minimum(add($0, 1), " + last + ")");
+      std::vector<int64_t> shape(static_cast<std::size_t>(k + 2), 1);
+      shape[static_cast<std::size_t>(2 + i)] = out;
+      d.weight = run_elementwise_program({s, d.i0}, "sub($0, cast($1, f32))").view(shape);
+    } else {
+      const std::string src = mode == Interp::kNearest ? "mul($0, " + scale_text(sc) + ")"
+                                                       : "mul(add($0, 0.5), " + scale_text(sc) + ")";
+      d.i0 = run_elementwise_program({o}, "minimum(cast(" + src + ", i64), " + last + ")");
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+Tensor interp_forward(const char* name, const Tensor& self, at::IntArrayRef output_size, Interp mode, bool align_corners,
+                      at::ArrayRef<std::optional<double>> scales) {
+  OpScope op(name, self);
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf, name,
+                              ": dtype ", self.scalar_type(), " is not supported on device mlu (float32, float16)");
+  Tensor x = self;
+  for (const InterpDim& d : interp_dims(op, self.sizes(), output_size, mode, align_corners, scales)) {
+    const Tensor a = at::index_select(x, d.dim, d.i0);
+    x = mode == Interp::kLinear ? run_elementwise_program({a, at::index_select(x, d.dim, d.i1), d.weight},
+                                                          "cast_like(add(mul($0, sub(1.0, $2)), mul($1, $2)), $0)")
+                                : a;
+  }
+  return x.is_same(self) ? self.clone() : x;
+}
+
+Tensor interp_backward(const char* name, const Tensor& grad, at::IntArrayRef output_size, at::IntArrayRef input_size,
+                       Interp mode, bool align_corners, at::ArrayRef<std::optional<double>> scales) {
+  OpScope op(name, grad);
+  const std::vector<InterpDim> dims = interp_dims(op, input_size, output_size, mode, align_corners, scales);
+  Tensor g = grad;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    std::vector<int64_t> shape = g.sizes().vec();
+    shape[static_cast<std::size_t>(it->dim)] = it->in;
+    const Tensor zero = at::zeros(shape, g.options());
+    if (mode != Interp::kLinear) {
+      g = mlu_index_add(zero, it->dim, it->i0, g, 1);
+      continue;
+    }
+    const Tensor g0 = run_elementwise_program({g, it->weight}, "cast_like(mul($0, sub(1.0, $1)), $0)");
+    const Tensor g1 = run_elementwise_program({g, it->weight}, "cast_like(mul($0, $1), $0)");
+    g = mlu_index_add(mlu_index_add(zero, it->dim, it->i0, g0, 1), it->dim, it->i1, g1, 1);
+  }
+  return g;
+}
+
+using SymSizes = c10::SymIntArrayRef;
+#define MLUSIM_NEAREST(fn, aten_name, mode, ...)                                                                   \
+  Tensor mlu_##fn(const Tensor& self, SymSizes out_size, MLUSIM_SCALE_PARAMS_##__VA_ARGS__) {                      \
+    return interp_forward("aten::" aten_name, self, C10_AS_INTARRAYREF_SLOW(out_size), mode, false,                \
+                          {MLUSIM_SCALE_ARGS_##__VA_ARGS__});                                                      \
+  }                                                                                                                \
+  Tensor& mlu_##fn##_out(const Tensor& self, SymSizes out_size, MLUSIM_SCALE_PARAMS_##__VA_ARGS__, Tensor& out) {  \
+    return write_out(mlu_##fn(self, out_size, MLUSIM_SCALE_ARGS_##__VA_ARGS__), out, "aten::" aten_name);         \
+  }                                                                                                                \
+  Tensor mlu_##fn##_backward(const Tensor& grad, SymSizes out_size, SymSizes in_size,                              \
+                             MLUSIM_SCALE_PARAMS_##__VA_ARGS__) {                                                  \
+    return interp_backward("aten::" aten_name "_backward", grad, C10_AS_INTARRAYREF_SLOW(out_size),               \
+                           C10_AS_INTARRAYREF_SLOW(in_size), mode, false, {MLUSIM_SCALE_ARGS_##__VA_ARGS__});      \
+  }                                                                                                                \
+  Tensor& mlu_##fn##_backward_out(const Tensor& grad, SymSizes out_size, SymSizes in_size,                         \
+                                  MLUSIM_SCALE_PARAMS_##__VA_ARGS__, Tensor& gi) {                                 \
+    return write_out(mlu_##fn##_backward(grad, out_size, in_size, MLUSIM_SCALE_ARGS_##__VA_ARGS__), gi,           \
+                     "aten::" aten_name "_backward");                                                              \
+  }
+#define MLUSIM_LINEAR(fn, aten_name, ...)                                                                          \
+  Tensor mlu_##fn(const Tensor& self, SymSizes out_size, bool align, MLUSIM_SCALE_PARAMS_##__VA_ARGS__) {          \
+    return interp_forward("aten::" aten_name, self, C10_AS_INTARRAYREF_SLOW(out_size), Interp::kLinear, align,     \
+                          {MLUSIM_SCALE_ARGS_##__VA_ARGS__});                                                      \
+  }                                                                                                                \
+  Tensor& mlu_##fn##_out(const Tensor& self, SymSizes out_size, bool align, MLUSIM_SCALE_PARAMS_##__VA_ARGS__,     \
+                         Tensor& out) {                                                                            \
+    return write_out(mlu_##fn(self, out_size, align, MLUSIM_SCALE_ARGS_##__VA_ARGS__), out, "aten::" aten_name);  \
+  }                                                                                                                \
+  Tensor mlu_##fn##_backward(const Tensor& grad, SymSizes out_size, SymSizes in_size, bool align,                  \
+                             MLUSIM_SCALE_PARAMS_##__VA_ARGS__) {                                                  \
+    return interp_backward("aten::" aten_name "_backward", grad, C10_AS_INTARRAYREF_SLOW(out_size),               \
+                           C10_AS_INTARRAYREF_SLOW(in_size), Interp::kLinear, align,                               \
+                           {MLUSIM_SCALE_ARGS_##__VA_ARGS__});                                                     \
+  }                                                                                                                \
+  Tensor& mlu_##fn##_backward_out(const Tensor& grad, SymSizes out_size, SymSizes in_size, bool align,             \
+                                  MLUSIM_SCALE_PARAMS_##__VA_ARGS__, Tensor& gi) {                                 \
+    return write_out(mlu_##fn##_backward(grad, out_size, in_size, align, MLUSIM_SCALE_ARGS_##__VA_ARGS__), gi,    \
+                     "aten::" aten_name "_backward");                                                              \
+  }
+// The optional scale factors of 1, 2 and 3 spatial dims (outermost first, as the schemas).
+#define MLUSIM_SCALE_PARAMS_1 std::optional<double> s0
+#define MLUSIM_SCALE_ARGS_1 s0
+#define MLUSIM_SCALE_PARAMS_2 std::optional<double> s0, std::optional<double> s1
+#define MLUSIM_SCALE_ARGS_2 s0, s1
+#define MLUSIM_SCALE_PARAMS_3 std::optional<double> s0, std::optional<double> s1, std::optional<double> s2
+#define MLUSIM_SCALE_ARGS_3 s0, s1, s2
+MLUSIM_NEAREST(upsample_nearest1d, "upsample_nearest1d", Interp::kNearest, 1)
+MLUSIM_NEAREST(upsample_nearest2d, "upsample_nearest2d", Interp::kNearest, 2)
+MLUSIM_NEAREST(upsample_nearest3d, "upsample_nearest3d", Interp::kNearest, 3)
+MLUSIM_NEAREST(upsample_nearest_exact1d, "_upsample_nearest_exact1d", Interp::kNearestExact, 1)
+MLUSIM_NEAREST(upsample_nearest_exact2d, "_upsample_nearest_exact2d", Interp::kNearestExact, 2)
+MLUSIM_NEAREST(upsample_nearest_exact3d, "_upsample_nearest_exact3d", Interp::kNearestExact, 3)
+MLUSIM_LINEAR(upsample_linear1d, "upsample_linear1d", 1)
+MLUSIM_LINEAR(upsample_bilinear2d, "upsample_bilinear2d", 2)
+MLUSIM_LINEAR(upsample_trilinear3d, "upsample_trilinear3d", 3)
+#undef MLUSIM_NEAREST
+#undef MLUSIM_LINEAR
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -396,6 +552,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLUSIM_REGISTER_PAD(replication_pad2d)
   MLUSIM_REGISTER_PAD(replication_pad3d)
 #undef MLUSIM_REGISTER_PAD
+#define MLUSIM_REGISTER_INTERP(fn, aten_name)                                    \
+  m.impl(aten_name, TORCH_FN(mlu_##fn));                                         \
+  m.impl(aten_name ".out", TORCH_FN(mlu_##fn##_out));                            \
+  m.impl(aten_name "_backward", TORCH_FN(mlu_##fn##_backward));                  \
+  m.impl(aten_name "_backward.grad_input", TORCH_FN(mlu_##fn##_backward_out));
+  MLUSIM_REGISTER_INTERP(upsample_nearest1d, "upsample_nearest1d")
+  MLUSIM_REGISTER_INTERP(upsample_nearest2d, "upsample_nearest2d")
+  MLUSIM_REGISTER_INTERP(upsample_nearest3d, "upsample_nearest3d")
+  MLUSIM_REGISTER_INTERP(upsample_nearest_exact1d, "_upsample_nearest_exact1d")
+  MLUSIM_REGISTER_INTERP(upsample_nearest_exact2d, "_upsample_nearest_exact2d")
+  MLUSIM_REGISTER_INTERP(upsample_nearest_exact3d, "_upsample_nearest_exact3d")
+  MLUSIM_REGISTER_INTERP(upsample_linear1d, "upsample_linear1d")
+  MLUSIM_REGISTER_INTERP(upsample_bilinear2d, "upsample_bilinear2d")
+  MLUSIM_REGISTER_INTERP(upsample_trilinear3d, "upsample_trilinear3d")
+#undef MLUSIM_REGISTER_INTERP
 }
 
 }  // namespace mlusim::bridge::ops
