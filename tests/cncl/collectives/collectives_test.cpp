@@ -294,7 +294,8 @@ TEST_F(CnclTest, RingAllReduceTimeAgainstTheAnalyticBound) {
   std::printf("4 MiB ring all-reduce on 4 ranks, %.0f GB/s links: %.1f us simulated, analytic bound %.1f us (ratio %.3f)\n",
               link_gbps, took / 1e3, bound_ns / 1e3, took / bound_ns);
   EXPECT_GE(took, bound_ns);
-  EXPECT_LE(took, 1.25 * bound_ns) << "copies and reductions of the ring do not overlap";
+  // Within 10% when uncontended (measured 1.05x: the launches and the pipeline's fill and drain).
+  EXPECT_LE(took, 1.10 * bound_ns) << "copies and reductions of the ring do not overlap";
 }
 
 }  // namespace
