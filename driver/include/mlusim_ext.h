@@ -121,12 +121,17 @@ cnrtRet_t mlusimNotifierPeek(cnrtNotifier_t notifier, double *ns);
  * Thread safety: any thread. */
 cnrtRet_t mlusimQueueGetDevice(cnrtQueue_t queue, int *device);
 
-/* cnrtInvokeHostFunc with a name: traces and error messages show `name` (copied; at most 127
- * bytes kept) for the host function's span on its queue instead of "host function". For modelled
- * waits a library puts on a queue, such as torch_mlu's cncl collectives ("cncl all_reduce ...").
- * Same ordering, host cost and thread safety as cnrtInvokeHostFunc. cnrtErrorArgsInvalid: fn or
- * name is NULL, or name is empty. cnrtErrorInvalidResourceHandle: queue is not a live queue. */
-cnrtRet_t mlusimInvokeHostFuncNamed(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData, const char *name);
+/* Queues a modelled wait: an operation that completes at `ns` on the host clock's scale
+ * (mlusimGetHostTime), or when the queue reaches it if that is later; later work in the queue
+ * starts after it. For libraries that compute a time with their own model, such as torch_mlu's
+ * cncl collectives (the end of an all-reduce across processes). Traces show it as a span named
+ * `name` (copied; at most 127 bytes kept) on the queue's track. No host function runs, and the
+ * simulation does not advance to `ns` on its own: it gets there when a host thread blocks or
+ * queries, or on the way to later work, so work queued meanwhile on other queues starts at its own
+ * submission time. Costs the caller one API call of host time. Thread safety: any thread.
+ * cnrtErrorArgsInvalid: ns negative or not finite; name NULL or empty.
+ * cnrtErrorInvalidResourceHandle: queue is not a live queue. */
+cnrtRet_t mlusimQueueWaitUntil(cnrtQueue_t queue, double ns, const char *name);
 
 /* ---- statistics ----------------------------------------------------------------------------- */
 

@@ -1,5 +1,7 @@
 // Execution control: kernel launches (registered kernels and C++ bodies) and host functions.
 #include <climits>
+#include <cmath>
+#include <string>
 
 #include "api_support.h"
 #include "host_range.h"
@@ -77,30 +79,6 @@ cnrtRet_t invoke_kernel_body(const std::string& name, std::function<void()> body
 
 }  // namespace mlusim::driver
 
-namespace {
-
-// cnrtInvokeHostFunc's body, with the op's label (traces, error messages) given.
-cnrtRet_t invoke_host_func(const char* api, cnrtQueue_t queue, cnrtHostFn_t fn, void* userData, const char* name) {
-  return api_call(HostCost::kApiCall, [&](Runtime& rt, HostThread& t) {
-    if (fn == nullptr) return t.fail(cnrtErrorArgsInvalid, std::string(api) + ": fn is NULL");
-    if (name == nullptr || *name == '\0') return t.fail(cnrtErrorArgsInvalid, std::string(api) + ": name is NULL or empty");
-    std::lock_guard<std::mutex> lk(rt.mu);
-    if (no_device(rt)) return fail_no_device(t, api);
-    QueuePtr q = rt.find_queue(queue, t);
-    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, std::string(api) + ": queue " + hex_address(queue) + " is not a live queue");
-    auto op = std::make_shared<Op>();
-    op->kind = OpKind::kHostFunc;
-    op->device = q->device;
-    op->fn = fn;
-    op->user_data = userData;
-    op->label = std::string(name).substr(0, 127);
-    rt.submit(op, q, t);
-    return cnrtSuccess;
-  });
-}
-
-}  // namespace
-
 extern "C" {
 
 cnrtRet_t cnrtInvokeKernel(const void* kernel, cnrtDim3_t dim, cnrtFunctionType_t ktype, void** args, size_t reserved,
@@ -129,11 +107,41 @@ cnrtRet_t cnrtInvokeKernel(const void* kernel, cnrtDim3_t dim, cnrtFunctionType_
 }
 
 cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void* userData) {
-  return invoke_host_func("cnrtInvokeHostFunc", queue, fn, userData, "host function");
+  return api_call(HostCost::kApiCall, [&](Runtime& rt, HostThread& t) {
+    if (fn == nullptr) return t.fail(cnrtErrorArgsInvalid, "cnrtInvokeHostFunc: fn is NULL");
+    std::lock_guard<std::mutex> lk(rt.mu);
+    if (no_device(rt)) return fail_no_device(t, "cnrtInvokeHostFunc");
+    QueuePtr q = rt.find_queue(queue, t);
+    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, "cnrtInvokeHostFunc: queue " + hex_address(queue) + " is not a live queue");
+    auto op = std::make_shared<Op>();
+    op->kind = OpKind::kHostFunc;
+    op->device = q->device;
+    op->fn = fn;
+    op->user_data = userData;
+    op->label = "host function";
+    rt.submit(op, q, t);
+    return cnrtSuccess;
+  });
 }
 
-cnrtRet_t mlusimInvokeHostFuncNamed(cnrtQueue_t queue, cnrtHostFn_t fn, void* userData, const char* name) {
-  return invoke_host_func("mlusimInvokeHostFuncNamed", queue, fn, userData, name);
+cnrtRet_t mlusimQueueWaitUntil(cnrtQueue_t queue, double ns, const char* name) {
+  return api_call(HostCost::kApiCall, [&](Runtime& rt, HostThread& t) {
+    const char* fn = "mlusimQueueWaitUntil";
+    if (!(ns >= 0) || !std::isfinite(ns))
+      return t.fail(cnrtErrorArgsInvalid, std::string(fn) + ": ns must be finite and >= 0, got " + std::to_string(ns));
+    if (name == nullptr || *name == '\0') return t.fail(cnrtErrorArgsInvalid, std::string(fn) + ": name is NULL or empty");
+    std::lock_guard<std::mutex> lk(rt.mu);
+    if (no_device(rt)) return fail_no_device(t, fn);
+    QueuePtr q = rt.find_queue(queue, t);
+    if (!q) return t.fail(cnrtErrorInvalidResourceHandle, std::string(fn) + ": queue " + hex_address(queue) + " is not a live queue");
+    auto op = std::make_shared<Op>();
+    op->kind = OpKind::kWaitUntil;
+    op->device = q->device;
+    op->until = sim::add_ps(rt.epoch(), sim::ceil_ps(ns * 1000.0, "mlusimQueueWaitUntil ns"), "mlusimQueueWaitUntil time");
+    op->label = std::string(name).substr(0, 127);
+    rt.submit(op, q, t);
+    return cnrtSuccess;
+  });
 }
 
 }  // extern "C"

@@ -145,7 +145,8 @@ void Runtime::sim_loop() {
 
     Picos now = now_abs();
     sim_now_ps_ = now;
-    // Host functions that returned: they complete at their thread's clock.
+    // Host functions that returned complete at their thread's clock, modelled waits
+    // (mlusimQueueWaitUntil) at their time: now, or lazily by a timer.
     if (!host_func_ends_.empty()) {
       std::vector<HostFuncEnd> ends;
       ends.swap(host_func_ends_);
@@ -354,6 +355,13 @@ void Runtime::start_op_unchecked(const OpPtr& op) {
       }
       const Picos start = op->start_ps;
       pool_.run([this, op, start] { run_host_func(op, start); });
+      return;
+    }
+    case OpKind::kWaitUntil: {
+      // Completes like a host function that returned at `until`: lazily (runtime.h).
+      std::lock_guard<std::mutex> lk(mu);
+      host_func_ends_.push_back(HostFuncEnd{op, std::max(op->until, op->start_ps)});
+      wake_sim();
       return;
     }
   }

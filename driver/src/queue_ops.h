@@ -31,6 +31,7 @@ enum class OpKind : std::uint8_t {
   kMarker,       // a notifier placement: completes when it starts
   kWaitMarker,   // waits for another queue's marker (cnrtQueueWaitNotifier)
   kHostFunc,     // cnrtInvokeHostFunc
+  kWaitUntil,    // mlusimQueueWaitUntil: completes at `until` (absolute ps) or when it starts, if later
 };
 
 struct Op {
@@ -60,6 +61,8 @@ struct Op {
   // kHostFunc
   cnrtHostFn_t fn = nullptr;
   void* user_data = nullptr;
+  // kWaitUntil
+  Picos until = 0;
 
   // ---- progress (Runtime::mu) ----
   bool started = false;

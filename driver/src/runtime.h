@@ -17,8 +17,8 @@
 //   - to the clock of a thread querying (cnrtQueueQuery & co.),
 // and never past the clock of a running host function (a "hold"), whose thread may still
 // enqueue work in the past of anything else. A host function that returned with its clock
-// ahead (it advanced time: a modelled wait, e.g. a collective's end) completes at that clock
-// lazily: the simulation gets there when a host thread blocks or queries, or when an eager
+// ahead (it advanced time), and a modelled wait (mlusimQueueWaitUntil: a collective's end),
+// complete at their time lazily: the simulation gets there when a host thread blocks or queries, or when an eager
 // target lies beyond it, never on its own, so work the host queues meanwhile on other queues
 // starts at its own stamp instead of after a jump that depended on real-time thread timing. With several host threads the simulation runs to
 // the furthest point needed, so a lagging thread's work may start later than its stamp:

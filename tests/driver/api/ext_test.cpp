@@ -210,29 +210,38 @@ TEST_F(ExtTest, TraceRecordsQueueOperations) {
   EXPECT_CNRT_ERROR(mlusimTraceWrite("/proc/no/such/dir/t.json"), cnrtErrorSys);
 }
 
-// A named host function: its span on the queue's track in the trace carries the name, and it
-// runs and holds like cnrtInvokeHostFunc; bad arguments name the problem.
-TEST_F(ExtTest, NamedHostFunctionShowsItsNameInTheTrace) {
-  const auto path = std::filesystem::temp_directory_path() / ("mlusim_driver_named_" + std::to_string(::getpid())) / "t.json";
+// A modelled wait: completes at its time (the queue's next work waits for it), shows as a span
+// with its name in the trace, costs one API call, and bad arguments name the problem.
+TEST_F(ExtTest, QueueWaitUntilCompletesAtItsTimeAndIsNamedInTheTrace) {
+  const auto path = std::filesystem::temp_directory_path() / ("mlusim_driver_wait_" + std::to_string(::getpid())) / "t.json";
   cnrtQueue_t q;
   ASSERT_EQ(cnrtQueueCreate(&q), cnrtSuccess);
   ASSERT_EQ(mlusimTraceBegin(MLUSIM_TRACE_OPS), cnrtSuccess);
-  static std::atomic<int> ran{0};
-  ASSERT_EQ(mlusimInvokeHostFuncNamed(q, [](void*) { ++ran; mlusimHostAdvance(3000); }, nullptr, "cncl all_reduce 4 MiB"),
-            cnrtSuccess);
+  const double t0 = host_ns();
+  ASSERT_EQ(mlusimQueueWaitUntil(q, t0 + 5000, "cncl all_reduce 4194304 B"), cnrtSuccess);
+  EXPECT_DOUBLE_EQ(host_ns() - t0, kApiNs) << "one API call of host time";
+  cnrtNotifier_t after;
+  ASSERT_EQ(cnrtNotifierCreate(&after), cnrtSuccess);
+  ASSERT_EQ(cnrtPlaceNotifier(after, q), cnrtSuccess);
   ASSERT_EQ(cnrtQueueSync(q), cnrtSuccess);
-  EXPECT_EQ(ran.load(), 1);
+  double landed = 0;
+  ASSERT_EQ(mlusimNotifierPeek(after, &landed), cnrtSuccess);
+  EXPECT_NEAR(landed, t0 + 5000, 1e-3) << "the notifier after the wait lands at its time";
+  // A time already past completes when the queue reaches it.
+  ASSERT_EQ(mlusimQueueWaitUntil(q, 0, "past"), cnrtSuccess);
+  ASSERT_EQ(cnrtQueueSync(q), cnrtSuccess);
   ASSERT_EQ(mlusimTraceEnd(), cnrtSuccess);
   ASSERT_EQ(mlusimTraceWrite(path.c_str()), cnrtSuccess);
   const std::string json = read_file(path);
-  EXPECT_NE(json.find("cncl all_reduce 4 MiB"), std::string::npos) << json.substr(0, 2000);
+  EXPECT_NE(json.find("cncl all_reduce 4194304 B"), std::string::npos) << json.substr(0, 2000);
   std::filesystem::remove_all(path.parent_path());
-  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, nullptr, nullptr, "x"), cnrtErrorArgsInvalid);
-  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, [](void*) {}, nullptr, nullptr), cnrtErrorArgsInvalid);
-  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(q, [](void*) {}, nullptr, ""), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimQueueWaitUntil(q, -1, "x"), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimQueueWaitUntil(q, std::nan(""), "x"), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimQueueWaitUntil(q, 1, nullptr), cnrtErrorArgsInvalid);
+  EXPECT_CNRT_ERROR(mlusimQueueWaitUntil(q, 1, ""), cnrtErrorArgsInvalid);
   EXPECT_NE(std::string(mlusimGetLastErrorMessage()).find("name is NULL or empty"), std::string::npos);
-  EXPECT_CNRT_ERROR(mlusimInvokeHostFuncNamed(reinterpret_cast<cnrtQueue_t>(0x10), [](void*) {}, nullptr, "x"),
-                    cnrtErrorInvalidResourceHandle);
+  EXPECT_CNRT_ERROR(mlusimQueueWaitUntil(reinterpret_cast<cnrtQueue_t>(0x10), 1, "x"), cnrtErrorInvalidResourceHandle);
+  ASSERT_EQ(cnrtNotifierDestroy(after), cnrtSuccess);
   ASSERT_EQ(cnrtQueueDestroy(q), cnrtSuccess);
 }
 

@@ -1,6 +1,7 @@
 // The driver calls behind the "cncl" process group (ProcessGroupCNCL, process_group_cncl.h):
 // untimed copies for the bytes that travel between rank processes over Gloo, the host clock, and a
 // queue operation that ends at the simulated time the interconnect model gives. No torch headers.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -20,15 +21,6 @@ namespace {
 void check(cnrtRet_t r, const std::string& what) {
   if (r != cnrtSuccess)
     throw std::runtime_error(what + ": " + cnrtGetErrorName(r) + " (" + mlusimGetLastErrorMessage() + ")");
-}
-
-// The host function of queue_hold_until: runs when the queue reaches it, on a runtime thread
-// whose clock is the time it started, and moves that clock to the target.
-void hold_until(void* arg) {
-  std::unique_ptr<double> until(static_cast<double*>(arg));
-  double now = 0;
-  if (mlusimGetHostTime(&now) != cnrtSuccess) return;
-  if (*until > now) mlusimHostAdvance(*until - now);
 }
 
 }  // namespace
@@ -55,11 +47,8 @@ void host_advance(double ns) { check(mlusimHostAdvance(ns), "mlusimHostAdvance")
 
 void queue_hold_until(int device, std::int64_t queue_id, double until_ns, const std::string& label) {
   if (!std::isfinite(until_ns)) throw std::invalid_argument("queue_hold_until: time must be finite");
-  cnrtQueue_t q = queue_handle(device, queue_id);
-  auto* arg = new double(until_ns);
-  const cnrtRet_t r = mlusimInvokeHostFuncNamed(q, hold_until, arg, label.c_str());
-  if (r != cnrtSuccess) delete arg;
-  check(r, "mlusimInvokeHostFuncNamed");
+  check(mlusimQueueWaitUntil(queue_handle(device, queue_id), std::max(until_ns, 0.0), label.c_str()),
+        "mlusimQueueWaitUntil");
 }
 
 std::vector<std::pair<double, double>> kernel_spans(int device) {
