@@ -105,8 +105,8 @@ def test_ddp_buckets_report_their_all_reduces(two_ranks):
     overlapping backward: each bucket's all-reduce runs on the group's stream while the kernels of
     the earlier layers go on, except the last bucket's (nothing is left to compute), so about 5/6
     of the all-reduce time is under kernels (83%). The share does not depend on how the autograd
-    thread and the simulation interleave in real time: a returned host function (the collective's
-    hold) does not pull the simulation ahead on its own (driver/src/runtime.h)."""
+    thread and the simulation interleave in real time: the collective's hold (mlusimQueueWaitUntil)
+    does not pull the simulation ahead on its own (driver/src/runtime.h)."""
     _, found = two_ranks
     for f in found:
         ar = f["overlap_report"]["all_reduce"]
