@@ -56,6 +56,18 @@ Tensor per_channel(const Tensor& v, const Tensor& input) {
   return v.reshape(shape);
 }
 
+bool present(const OptTensor& t) { return t.has_value() && t->defined(); }
+
+// invstd x weight (weight optional) in dtype `acc`: the per-channel factor of y and of dx.
+Tensor scale_of(const Tensor& invstd, const OptTensor& weight, at::ScalarType acc) {
+  return present(weight) ? at::mul(invstd, weight->to(acc)) : invstd;
+}
+
+// x - mean in dtype `acc`, the mean broadcast over the channels' dim.
+Tensor centered(const Tensor& input, const Tensor& mean) {
+  return at::sub(input.to(mean.scalar_type()), per_channel(mean, input));
+}
+
 at::ScalarType stats_dtype(const Tensor& input) {
   return input.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
 }
@@ -86,9 +98,9 @@ std::tuple<Tensor, Tensor> mlu_batch_norm_gather_stats_with_counts(const Tensor&
   const Tensor rank_var = at::sub(at::reciprocal(at::mul(invstd, invstd)), eps);
   const Tensor spread = at::sub(mean, merged_mean);
   const Tensor merged_var = at::div(at::sum(at::mul(n, at::add(rank_var, at::mul(spread, spread))), {0}), total);
-  if (running_mean.has_value() && running_mean->defined())
+  if (present(running_mean))
     running_mean->copy_(at::add(at::mul(*running_mean, 1.0 - momentum), at::mul(merged_mean, momentum)));
-  if (running_var.has_value() && running_var->defined()) {
+  if (present(running_var)) {
     const Tensor unbiased = at::div(at::mul(merged_var, total), at::sub(total, 1.0));
     running_var->copy_(at::add(at::mul(*running_var, 1.0 - momentum), at::mul(unbiased, momentum)));
   }
@@ -99,10 +111,8 @@ Tensor mlu_batch_norm_elemt(const Tensor& input, const OptTensor& weight, const 
                             const Tensor& invstd, double /*eps: already in invstd*/) {
   OpScope op("aten::batch_norm_elemt", input);
   (void)reduce_dims(input, op.name());
-  Tensor scale = invstd;
-  if (weight.has_value() && weight->defined()) scale = at::mul(scale, *weight);
-  Tensor y = at::mul(at::sub(input, per_channel(mean, input)), per_channel(scale, input));
-  if (bias.has_value() && bias->defined()) y = at::add(y, per_channel(*bias, input));
+  Tensor y = at::mul(centered(input, mean), per_channel(scale_of(invstd, weight, mean.scalar_type()), input));
+  if (present(bias)) y = at::add(y, per_channel(*bias, input));
   return y.to(input.scalar_type());
 }
 
@@ -116,11 +126,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_batch_norm_backward_reduce(const 
               " and input ", input.sizes(), " must have the same shape");
   const at::ScalarType acc = mean.scalar_type();
   const Tensor dy = grad_out.to(acc);
-  const Tensor xmu = at::sub(input.to(acc), per_channel(mean, input));
+  const Tensor xmu = centered(input, mean);
   Tensor sum_dy, sum_dy_xmu, grad_weight, grad_bias;
   if (input_g || bias_g) sum_dy = at::sum(dy, dims);
   if (input_g || weight_g) sum_dy_xmu = at::sum(at::mul(dy, xmu), dims);
-  const bool has_weight = weight.has_value() && weight->defined();
+  const bool has_weight = present(weight);
   if (weight_g && has_weight) grad_weight = at::mul(sum_dy_xmu, invstd).to(weight->scalar_type());
   if (bias_g && has_weight) grad_bias = sum_dy.to(weight->scalar_type());
   // As CUDA: the sums only when the input's gradient is wanted (the caller all-reduces them).
@@ -137,10 +147,8 @@ Tensor mlu_batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input
   const Tensor total = at::sum(count.to(acc));
   const Tensor mean_dy = at::div(sum_dy, total);
   const Tensor mean_dy_xmu = at::div(sum_dy_xmu, total);
-  Tensor scale = invstd;
-  if (weight.has_value() && weight->defined()) scale = at::mul(scale, weight->to(acc));
-  const Tensor xmu = at::sub(input.to(acc), per_channel(mean, input));
-  const Tensor proj = at::mul(xmu, per_channel(at::mul(at::mul(invstd, invstd), mean_dy_xmu), input));
+  const Tensor scale = scale_of(invstd, weight, acc);
+  const Tensor proj = at::mul(centered(input, mean), per_channel(at::mul(at::mul(invstd, invstd), mean_dy_xmu), input));
   const Tensor dx = at::mul(at::sub(at::sub(grad_out.to(acc), per_channel(mean_dy, input)), proj),
                             per_channel(scale, input));
   return dx.to(input.scalar_type());
