@@ -154,7 +154,8 @@ Status nonzero_fill(Handle* h, const TensorDesc& x, const void* x_ptr, const std
   const char* op = "nonzero_fill";
   MLU_RETURN_IF_ERROR(check_x(h, x, x_ptr, op));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
-  const std::int64_t parts = nonzero_parts(h, x);
+  const cnrtDim3_t dim = block_dim(*h, static_cast<std::uint64_t>(x.numel()));  // one task per part
+  const auto parts = static_cast<std::int64_t>(dim.x);
   MLU_CHECK(static_cast<std::int64_t>(offsets.size()) == parts, Status::kBadParam,
             std::string(op) + ": " + std::to_string(offsets.size()) + " offsets for " + std::to_string(parts) + " parts");
   MLU_CHECK(y.dtype() == DType::kInt64 && y.ndim() == 2 && y.dim(1) == x.ndim() && y.contiguous(), Status::kBadParam,
@@ -169,8 +170,7 @@ Status nonzero_fill(Handle* h, const TensorDesc& x, const void* x_ptr, const std
   auto L = make_launch(*h, x, x_ptr);
   L->y = reinterpret_cast<std::uintptr_t>(y_ptr);
   L->offsets = offsets;
-  MLU_RETURN_IF_ERROR(launch(*h, op, [L] { fill_body(*L); }, block_dim(*h, static_cast<std::uint64_t>(x.numel())),
-                             CNRT_FUNC_TYPE_BLOCK));
+  MLU_RETURN_IF_ERROR(launch(*h, op, [L] { fill_body(*L); }, dim, CNRT_FUNC_TYPE_BLOCK));
   record(*h, op, 0, static_cast<std::uint64_t>(x.numel()) * x.element_size() + static_cast<std::uint64_t>(y.numel()) * 8, 1);
   return Status::kSuccess;
 }
