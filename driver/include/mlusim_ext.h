@@ -195,8 +195,8 @@ typedef struct mlusimKernelRecord {
   uint64_t macs;          /* TFU multiply-accumulates */
   uint64_t vector_elements;
   /* TFU and VFU (vec_matmul) MACs by input dtype, indexed like the simulator's DType:
-   * 0 fp32, 1 fp16, 2 int8, 3 int32, 4 int64, 5 bool, 6 fp64. */
-  uint64_t macs_by_dtype[7];
+   * 0 fp32, 1 fp16, 2 int8, 3 int32, 4 int64, 5 bool, 6 fp64, 7 bf16. */
+  uint64_t macs_by_dtype[8];
   uint64_t read_bytes[MLUSIM_MEM_LEVEL_COUNT];  /* bytes this kernel read from each memory level */
   uint64_t write_bytes[MLUSIM_MEM_LEVEL_COUNT]; /* and wrote */
 } mlusimKernelRecord_t;

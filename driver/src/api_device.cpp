@@ -24,13 +24,13 @@ int max_union_clusters(const sim::HardwareConfig& c) {
 // One source for cnrtDeviceGetAttribute and cnrtGetDeviceProperties (see cnrt.h per value).
 std::optional<int> attribute(const sim::HardwareConfig& c, int device, long long attr) {
   switch (attr) {
-    case cnrtAttrComputeCapabilityMajor: return 3;
-    case cnrtAttrComputeCapabilityMinor: return 0;
+    case cnrtAttrComputeCapabilityMajor: return clamp_int(c.capability_major);
+    case cnrtAttrComputeCapabilityMinor: return clamp_int(c.capability_minor);
     case cnrtAttrSparseComputingSupported: return 0;
     case cnrtAttrFP16ComputingSupported: return 1;
     case cnrtAttrINT4ComputingSupported: return 0;
     case cnrtAttrINT8ComputingSupported: return 1;
-    case cnrtAttrBF16ComputingSupported: return 0;
+    case cnrtAttrBF16ComputingSupported: return c.vfu_bf16 ? 1 : 0;
     case cnrtAttrTF32ComputingSupported: return 0;
     case cnrtAttrComputeMode: return cnrtComputeModeDefault;
     case cnrtAttrQueueSize: return kMaxQueuesPerDevice;

@@ -5,10 +5,10 @@
 
 namespace mlusim::sim {
 namespace {
-constexpr std::array<std::pair<DType, std::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<DType, std::string_view>, kDTypeCount> kNames = {{
     {DType::kFloat32, "fp32"}, {DType::kFloat16, "fp16"}, {DType::kInt8, "int8"},
     {DType::kInt32, "int32"}, {DType::kInt64, "int64"}, {DType::kBool, "bool"},
-    {DType::kFloat64, "fp64"},
+    {DType::kFloat64, "fp64"}, {DType::kBFloat16, "bf16"},
 }};
 }  // namespace
 

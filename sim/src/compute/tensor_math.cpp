@@ -42,11 +42,11 @@ template <class T> auto b_view(const void* b, Index k, Index n, bool transposed)
                     : View{CMat<T>(static_cast<const T*>(b), k, n), false};
 }
 
-// Widens a stored matrix (fp16 or int8) into a row-major fp32 matrix of the same shape.
+// Widens a stored matrix (fp16, bf16 or int8) into a row-major fp32 matrix of the same shape.
 RowMat<float> widen(DType t, const void* p, Index rows, Index cols) {
   RowMat<float> w(rows, cols);
-  if (t == DType::kFloat16)
-    halves_to_floats(static_cast<const half*>(p), w.data(), static_cast<std::size_t>(rows * cols));
+  if (t == DType::kFloat16 || t == DType::kBFloat16)
+    float16s_to_floats(t, p, w.data(), static_cast<std::size_t>(rows * cols));
   else
     w = CMat<std::int8_t>(static_cast<const std::int8_t*>(p), rows, cols).cast<float>();
   return w;
@@ -72,10 +72,11 @@ void matmul_f32(float* c, const void* a, const void* b, Index m, Index k, Index 
   }
 }
 
-void matmul_f16(DType out_t, void* c, const void* a, const void* b, Index m, Index k, Index n,
+// in_t: fp16 or bf16; out_t: in_t or fp32.
+void matmul_f16(DType in_t, DType out_t, void* c, const void* a, const void* b, Index m, Index k, Index n,
                 bool b_transposed, bool accumulate) {
-  const RowMat<float> af = widen(DType::kFloat16, a, m, k);
-  const RowMat<float> bf = b_transposed ? widen(DType::kFloat16, b, n, k) : widen(DType::kFloat16, b, k, n);
+  const RowMat<float> af = widen(in_t, a, m, k);
+  const RowMat<float> bf = b_transposed ? widen(in_t, b, n, k) : widen(in_t, b, k, n);
   RowMat<float> p(m, n);
   if (b_transposed) p.noalias() = af * bf.transpose();
   else p.noalias() = af * bf;
@@ -84,10 +85,9 @@ void matmul_f16(DType out_t, void* c, const void* a, const void* b, Index m, Ind
     if (accumulate) cm += p;
     else cm = p;
   } else {
-    auto* ch = static_cast<half*>(c);
     const auto count = static_cast<std::size_t>(m * n);
-    if (accumulate) p += widen(DType::kFloat16, c, m, n);
-    floats_to_halves(p.data(), ch, count);
+    if (accumulate) p += widen(in_t, c, m, n);
+    floats_to_float16s(in_t, p.data(), c, count);
   }
 }
 
@@ -120,6 +120,7 @@ bool tensor_dtypes_supported(DType in_t, DType out_t) {
   switch (in_t) {
     case DType::kFloat32: return out_t == DType::kFloat32;
     case DType::kFloat16: return out_t == DType::kFloat16 || out_t == DType::kFloat32;
+    case DType::kBFloat16: return out_t == DType::kBFloat16 || out_t == DType::kFloat32;
     case DType::kInt8: return out_t == DType::kInt32;
     default: return false;
   }
@@ -138,7 +139,8 @@ void matmul(DType in_t, DType out_t, void* c, const void* a, const void* b, std:
       return matmul_f32(static_cast<float*>(c), a, b, im, ik, in, b_transposed, accumulate, alias);
     }
     case DType::kFloat16:  // operands are widened into temporaries first: aliasing is harmless
-      return matmul_f16(out_t, c, a, b, im, ik, in, b_transposed, accumulate);
+    case DType::kBFloat16:
+      return matmul_f16(in_t, out_t, c, a, b, im, ik, in, b_transposed, accumulate);
     case DType::kInt8:  // likewise
       return matmul_i8(static_cast<std::int32_t*>(c), a, b, im, ik, in, b_transposed, accumulate);
     default: break;

@@ -5,6 +5,7 @@
 //   fp32 -> fp32            fp32 products, fp32 accumulation
 //   fp16 -> fp16 | fp32     operands widened to fp32, fp32 accumulation (also of the existing C when
 //                           accumulating), one rounding to fp16 at the end for an fp16 output
+//   bf16 -> bf16 | fp32     the same with bf16 (exact widening; one round-to-nearest-even to bf16)
 //   int8 -> int32           exact integer products and sums; the int32 result wraps (two's
 //                           complement) if it overflows, for any K
 // Anything else throws std::invalid_argument naming both dtypes. Whether the configured TFU has an

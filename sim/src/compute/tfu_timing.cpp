@@ -15,6 +15,7 @@ TfuArray tfu_array_for(const HardwareConfig& cfg, DType t) {
   switch (t) {
     case DType::kFloat32: return cfg.tfu_fp32;
     case DType::kFloat16: return cfg.tfu_fp16;
+    case DType::kBFloat16: return cfg.tfu_bf16;
     case DType::kInt8: return cfg.tfu_int8;
     default: return TfuArray{};
   }

@@ -105,8 +105,8 @@ struct TfuCost {
 TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
                         std::uint64_t m, std::uint64_t k, std::uint64_t n);
 
-// Same, with the array, dataflow and overlap taken from `cfg` for input dtype `in_t` (fp32, fp16
-// or int8). Throws std::invalid_argument naming the dtype when the TFU has no array for it.
+// Same, with the array, dataflow and overlap taken from `cfg` for input dtype `in_t` (fp32, fp16,
+// bf16 or int8). Throws std::invalid_argument naming the dtype when the TFU has no array for it.
 TfuCost tfu_gemm_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, std::uint64_t k,
                         std::uint64_t n);
 
@@ -119,7 +119,7 @@ TfuCost tfu_conv_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t oh,
                         std::uint64_t kh, std::uint64_t kw, std::uint64_t cin, std::uint64_t cout);
 
 // The array the TFU uses for input dtype `t`: {0,0} when the config gives none or `t` is not a
-// TFU dtype (only fp32, fp16, int8 can be). Reads the HardwareConfig fields directly.
+// TFU dtype (only fp32, fp16, bf16, int8 can be). Reads the HardwareConfig fields directly.
 TfuArray tfu_array_for(const HardwareConfig& cfg, DType t);
 
 }  // namespace mlusim::sim::compute

@@ -33,9 +33,10 @@ template <> struct StorageOf<Bool> { using type = std::uint8_t; };
 template <class T> using Storage = typename StorageOf<T>::type;
 
 template <class T> constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, half> ||
-                                             std::is_same_v<T, double>;
+                                             std::is_same_v<T, bfloat16> || std::is_same_v<T, double>;
 
-// Calls f(T{}) with T the tag of dtype t (float, half, int8_t, int32_t, int64_t, Bool, double).
+// Calls f(T{}) with T the tag of dtype t (float, half, int8_t, int32_t, int64_t, Bool, double,
+// bfloat16).
 template <class F> decltype(auto) dispatch(DType t, F&& f) {
   switch (t) {
     case DType::kFloat32: return f(float{});
@@ -45,6 +46,7 @@ template <class F> decltype(auto) dispatch(DType t, F&& f) {
     case DType::kInt64: return f(std::int64_t{});
     case DType::kBool: return f(Bool{});
     case DType::kFloat64: return f(double{});
+    case DType::kBFloat16: return f(bfloat16{});
   }
   throw std::invalid_argument("VFU: invalid dtype");
 }
@@ -56,7 +58,7 @@ std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
                               " does not support dtype " + quoted(dtype_name(t)));
 }
 
-bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16; }
+bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
 bool is_int(DType t) { return t == DType::kInt32 || t == DType::kInt8; }
 bool is_predicate(VecBinaryOp op) {
   switch (op) {
@@ -88,6 +90,7 @@ double to_dtype_value(std::string_view what, DType t, double v) {
   switch (t) {
     case DType::kFloat32: return static_cast<float>(v);
     case DType::kFloat16: return static_cast<float>(half(static_cast<float>(v)));
+    case DType::kBFloat16: return static_cast<float>(bfloat16(static_cast<float>(v)));
     case DType::kInt32:
       return integral(std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
     case DType::kInt8:
@@ -100,13 +103,14 @@ double to_dtype_value(std::string_view what, DType t, double v) {
 
 // ---- floating point: Eigen expressions evaluated in fp32 ----------------------------------------
 //
-// fp32 operands are mapped directly. fp16 operands are widened block by block (kBlock elements,
-// fp32 scratch on the stack) with the bulk converter, computed in fp32, and narrowed once on store.
+// fp32 operands are mapped directly. fp16 and bf16 operands are widened block by block (kBlock
+// elements, fp32 scratch on the stack) with the bulk converter, computed in fp32, and narrowed once
+// on store (round to nearest even).
 
 constexpr std::size_t kBlock = 1024;
 
 // Calls store(fn(x, y), offset) with fp32 views x, y of elements [offset, offset + len) of both
-// operands of dtype t (fp32 or fp16); a scalar operand becomes a constant expression.
+// operands of dtype t (fp32, fp16 or bf16); a scalar operand becomes a constant expression.
 template <class Fn, class Store>
 void float_visit2(DType t, const Operand& a, const Operand& b, std::size_t n, Fn&& fn,
                   Store&& store) {
@@ -118,14 +122,14 @@ void float_visit2(DType t, const Operand& a, const Operand& b, std::size_t n, Fn
     else store(fn(ArrF::Constant(len, static_cast<float>(a.scalar)), arr(b)), 0);
     return;
   }
-  const auto* ha = static_cast<const half*>(a.ptr);
-  const auto* hb = static_cast<const half*>(b.ptr);
+  const auto* ha = static_cast<const std::uint16_t*>(a.ptr);
+  const auto* hb = static_cast<const std::uint16_t*>(b.ptr);
   float xa[kBlock], xb[kBlock];
   for (std::size_t off = 0; off < n; off += kBlock) {
     const std::size_t cnt = std::min(kBlock, n - off);
     const Index len = static_cast<Index>(cnt);
-    if (ha) halves_to_floats(ha + off, xa, cnt);
-    if (hb) halves_to_floats(hb + off, xb, cnt);
+    if (ha) float16s_to_floats(t, ha + off, xa, cnt);
+    if (hb) float16s_to_floats(t, hb + off, xb, cnt);
     const CMap<float> x(xa, len), y(xb, len);
     if (ha && hb) store(fn(x, y), off);
     else if (ha) store(fn(x, ArrF::Constant(len, static_cast<float>(b.scalar))), off);
@@ -133,23 +137,23 @@ void float_visit2(DType t, const Operand& a, const Operand& b, std::size_t n, Fn
   }
 }
 
-// Calls store(fn(x), offset) over fp32 views x of src (dtype fp32 or fp16), as float_visit2.
+// Calls store(fn(x), offset) over fp32 views x of src (dtype fp32, fp16 or bf16), as float_visit2.
 template <class Fn, class Store>
 void float_visit1(DType t, const void* src, std::size_t n, Fn&& fn, Store&& store) {
   if (t == DType::kFloat32) {
     store(fn(CMap<float>(static_cast<const float*>(src), static_cast<Index>(n))), 0);
     return;
   }
-  const auto* h = static_cast<const half*>(src);
+  const auto* h = static_cast<const std::uint16_t*>(src);
   float x[kBlock];
   for (std::size_t off = 0; off < n; off += kBlock) {
     const std::size_t cnt = std::min(kBlock, n - off);
-    halves_to_floats(h + off, x, cnt);
+    float16s_to_floats(t, h + off, x, cnt);
     store(fn(CMap<float>(x, static_cast<Index>(cnt))), off);
   }
 }
 
-// Stores an fp32 (or bool) expression at dst[offset ...] of dtype t (fp32 or fp16).
+// Stores an fp32 (or bool) expression at dst[offset ...] of dtype t (fp32, fp16 or bf16).
 auto float_store(DType t, void* dst) {
   return [t, dst](const auto& e, std::size_t off) {
     const Index len = e.size();
@@ -158,7 +162,7 @@ auto float_store(DType t, void* dst) {
     } else {
       float out[kBlock];
       MMap<float>(out, len) = e.template cast<float>();
-      floats_to_halves(out, static_cast<half*>(dst) + off, static_cast<std::size_t>(len));
+      floats_to_float16s(t, out, static_cast<std::uint16_t*>(dst) + off, static_cast<std::size_t>(len));
     }
   };
 }
@@ -370,14 +374,15 @@ void float_reduce(VecReduceOp op, DType t, void* dst, const void* src, std::size
     for (std::size_t r = 0; r < rows; ++r) d[r] = float_reduce_row(op, m.row(static_cast<Index>(r)));
     return;
   }
-  // fp16: widen one row at a time into reusable scratch, reduce in fp32, round once.
+  // fp16, bf16: widen one row at a time into reusable scratch, reduce in fp32, round once.
   thread_local std::vector<float> row;
   row.resize(n);
-  const auto* s = static_cast<const half*>(src);
-  auto* d = static_cast<half*>(dst);
+  const auto* s = static_cast<const std::uint16_t*>(src);
+  auto* d = static_cast<std::uint16_t*>(dst);
   for (std::size_t r = 0; r < rows; ++r) {
-    halves_to_floats(s + r * n, row.data(), n);
-    d[r] = half(float_reduce_row(op, Eigen::Map<const Eigen::RowVectorXf>(row.data(), static_cast<Index>(n))));
+    float16s_to_floats(t, s + r * n, row.data(), n);
+    const float v = float_reduce_row(op, Eigen::Map<const Eigen::RowVectorXf>(row.data(), static_cast<Index>(n)));
+    floats_to_float16s(t, &v, d + r, 1);
   }
 }
 
@@ -444,6 +449,7 @@ void cast_loop(void* dst, const void* src, std::size_t n, CastRounding rounding)
       const double v = static_cast<double>(s[i]);
       if constexpr (std::is_same_v<D, Bool>) d[i] = v != 0.0;  // NaN != 0 -> true
       else if constexpr (std::is_same_v<D, half>) d[i] = half(static_cast<float>(s[i]));
+      else if constexpr (std::is_same_v<D, bfloat16>) d[i] = bfloat16(static_cast<float>(s[i]));
       else if constexpr (kIsFloat<D>) d[i] = static_cast<D>(s[i]);
       else d[i] = float_to_int<D>(v, rounding);
     } else {
@@ -452,6 +458,8 @@ void cast_loop(void* dst, const void* src, std::size_t n, CastRounding rounding)
         d[i] = v != 0;
       } else if constexpr (std::is_same_v<D, half>) {
         d[i] = half(static_cast<float>(v));
+      } else if constexpr (std::is_same_v<D, bfloat16>) {
+        d[i] = bfloat16(static_cast<float>(v));
       } else if constexpr (kIsFloat<D>) {
         d[i] = static_cast<D>(v);
       } else {
@@ -612,7 +620,8 @@ void vec_reduce(VecReduceOp op, DType t, void* dst, const void* src, std::size_t
   }
   switch (t) {
     case DType::kFloat32:
-    case DType::kFloat16: return float_reduce(op, t, dst, src, rows, n);
+    case DType::kFloat16:
+    case DType::kBFloat16: return float_reduce(op, t, dst, src, rows, n);
     case DType::kInt32: return int_reduce<std::int32_t>(op, dst, src, rows, n);
     case DType::kInt8: return int_reduce<std::int8_t>(op, dst, src, rows, n);
     case DType::kBool: return int_reduce<Bool>(op, dst, src, rows, n);
@@ -642,6 +651,10 @@ void vec_cast(DType dst_t, void* dst, DType src_t, const void* src, std::size_t 
     return halves_to_floats(static_cast<const half*>(src), static_cast<float*>(dst), n);
   if (src_t == DType::kFloat32 && dst_t == DType::kFloat16)
     return floats_to_halves(static_cast<const float*>(src), static_cast<half*>(dst), n);
+  if (src_t == DType::kBFloat16 && dst_t == DType::kFloat32)
+    return bfloat16s_to_floats(static_cast<const bfloat16*>(src), static_cast<float*>(dst), n);
+  if (src_t == DType::kFloat32 && dst_t == DType::kBFloat16)
+    return floats_to_bfloat16s(static_cast<const float*>(src), static_cast<bfloat16*>(dst), n);
   dispatch(src_t, [&](auto s_tag) {
     dispatch(dst_t, [&](auto d_tag) {
       cast_loop<decltype(d_tag), decltype(s_tag)>(dst, src, n, rounding);
@@ -655,6 +668,7 @@ void vec_fill(DType t, void* dst, double value, std::size_t n) {
   switch (t) {
     case DType::kFloat32: std::fill_n(static_cast<float*>(dst), n, static_cast<float>(v)); return;
     case DType::kFloat16: std::fill_n(static_cast<half*>(dst), n, half(static_cast<float>(v))); return;
+    case DType::kBFloat16: std::fill_n(static_cast<bfloat16*>(dst), n, bfloat16(static_cast<float>(v))); return;
     case DType::kInt32: std::fill_n(static_cast<std::int32_t*>(dst), n, static_cast<std::int32_t>(v)); return;
     case DType::kInt8: std::fill_n(static_cast<std::int8_t*>(dst), n, static_cast<std::int8_t>(v)); return;
     case DType::kBool: std::fill_n(static_cast<std::uint8_t*>(dst), n, static_cast<std::uint8_t>(v)); return;

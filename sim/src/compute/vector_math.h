@@ -2,14 +2,17 @@
 // simulated NRAM/WRAM backing memory. Timing is separate (compute/vfu_timing.h); both share the
 // support checks below, so timing-only mode rejects exactly the calls functional mode rejects.
 //
-// Element types (DType -> host storage): fp32 = float, fp16 = Eigen::half, int32 = int32_t,
-// int8 = int8_t, bool = one byte (0 = false; any non-zero byte reads as true, results are 0/1).
-// Only fp32, fp16, int32, int8 and bool are VFU compute dtypes; fp64 and int64 are storage and
+// Element types (DType -> host storage): fp32 = float, fp16 = Eigen::half, bf16 = Eigen::bfloat16,
+// int32 = int32_t, int8 = int8_t, bool = one byte (0 = false; any non-zero byte reads as true,
+// results are 0/1). Only fp32, fp16, bf16, int32, int8 and bool are VFU compute dtypes (bf16 only
+// on a config with `vfu.bf16`: that check is the timing functions', which know the config,
+// compute/vfu_timing.h); fp64 and int64 are storage and
 // may only be copied (kCopy) or cast (vec_cast). Anything else throws std::invalid_argument whose
 // message names the op and the dtype: "VFU <kind> op '<op>' does not support dtype '<dtype>'".
 //
 // Semantics common to all functions:
-// - fp16 is computed in fp32 and rounded once to fp16 (round-to-nearest-even) when stored.
+// - fp16 and bf16 are computed in fp32 and rounded once to their dtype (round-to-nearest-even)
+//   when stored.
 // - fp32 follows IEEE: division by zero gives +-inf/NaN; max/min propagate NaN.
 // - Integer arithmetic wraps (two's complement) on overflow, like torch on CPU; integer division
 //   truncates toward zero; an integer division by zero yields 0 (no trap).
@@ -28,18 +31,18 @@
 namespace mlusim::sim::compute {
 
 // --- support table -------------------------------------------------------------------------------
-// binary  add sub mul div pow : fp32 fp16 int32 int8
-//         max min             : fp32 fp16 int32 int8 bool
-//         eq ne lt le gt ge   : fp32 fp16 int32 int8 bool
+// binary  add sub mul div pow : fp32 fp16 bf16 int32 int8
+//         max min             : fp32 fp16 bf16 int32 int8 bool
+//         eq ne lt le gt ge   : fp32 fp16 bf16 int32 int8 bool
 //         and or (logical)    : int32 int8 bool
 // unary   copy                : every dtype (a byte copy; fp64 and int64 included)
-//         neg abs square relu : fp32 fp16 int32 int8
-//         recip exp log sqrt rsqrt sigmoid tanh gelu silu : fp32 fp16
+//         neg abs square relu : fp32 fp16 bf16 int32 int8
+//         recip exp log sqrt rsqrt sigmoid tanh gelu silu sin cos : fp32 fp16 bf16
 //         not (logical)       : int32 int8 bool
-// reduce  sum sum_squares     : fp32 fp16 int32 int8
-//         max min             : fp32 fp16 int32 int8 bool
-// cast    between any two of fp32 fp16 int32 int8 bool fp64 int64
-// fill, select                : fp32 fp16 int32 int8 bool
+// reduce  sum sum_squares     : fp32 fp16 bf16 int32 int8
+//         max min             : fp32 fp16 bf16 int32 int8 bool
+// cast    between any two of fp32 fp16 bf16 int32 int8 bool fp64 int64
+// fill, select                : fp32 fp16 bf16 int32 int8 bool
 bool is_vfu_dtype(DType t);
 bool vec_supported(VecBinaryOp op, DType t);
 bool vec_supported(VecUnaryOp op, DType t);
@@ -84,7 +87,7 @@ void vec_compare_scalar(VecBinaryOp op, DType t, void* dst_bool, const void* a, 
 void vec_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t n);
 
 // dst[r] = OP over src[r*n .. r*n + n) for r in [0, rows): one result per row, of dtype t.
-// fp16 accumulates in fp32; integer sums accumulate in 64 bits and wrap once to the dtype when
+// fp16 and bf16 accumulate in fp32; integer sums accumulate in 64 bits and wrap once to the dtype when
 // stored. An empty row (n == 0) sums to 0; max/min of an empty row throw std::invalid_argument.
 // dst may be exactly src (results are written after their row has been read).
 void vec_reduce(VecReduceOp op, DType t, void* dst, const void* src, std::size_t rows,
@@ -96,14 +99,14 @@ enum class CastRounding : std::uint8_t {
   kTowardZero,   // truncate, as C++ and torch's .to(int) do
 };
 
-// dst[i] = (dst_t) src[i], for any two of fp32 fp16 int32 int8 bool fp64 int64.
+// dst[i] = (dst_t) src[i], for any two of fp32 fp16 bf16 int32 int8 bool fp64 int64.
 // - float -> integer: rounded per `rounding`, then saturated to the integer range; NaN -> 0.
 // - integer -> narrower integer: saturated (int32 300 -> int8 127), except from int64: a value out
 //   of the destination range throws std::out_of_range naming the index and value (int64 tensors are
 //   narrowed on load with a range check).
 // - -> bool: x != 0 (NaN -> true); bool -> anything: 0 or 1.
-// - -> fp16: via fp32 with round-to-nearest-even (fp64 -> fp16 therefore rounds twice); values
-//   beyond fp16's range become +-inf.
+// - -> fp16, -> bf16: via fp32 with round-to-nearest-even (fp64 -> fp16 therefore rounds twice);
+//   values beyond the dtype's range become +-inf. bf16 -> fp32 is exact.
 // dst and src may overlap in any way (an overlapping conversion goes through a temporary).
 void vec_cast(DType dst_t, void* dst, DType src_t, const void* src, std::size_t n,
               CastRounding rounding = CastRounding::kNearestEven);

@@ -25,11 +25,18 @@
 //     into the accumulate (same cost).
 // `startup` = vfu_startup_cycles is paid once per intrinsic, also for n == 0.
 //
+//                 (fp16 and bf16 alike: width/2 lanes; the [hw] vector rate of MLU5xx is the same
+//                 for both 16-bit float types)
 // Every function validates the (op, dtype) pair with the same rules as the arithmetic
-// (compute/vector_math.h) and throws the same std::invalid_argument.
+// (compute/vector_math.h) and throws the same std::invalid_argument. It also rejects bf16 on a
+// config that does not compute it (HardwareConfig::computes: no `vfu.bf16`), for every intrinsic
+// but a copy, with std::invalid_argument naming the op, the dtype and the config:
+//   "VFU binary op 'add': dtype 'bf16' is not supported by config 'mlu370-x4' (vfu.bf16 is false:
+//    this chip has no bf16 arithmetic)".
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "mlusim/sim/config.h"
 #include "mlusim/sim/dtype.h"
@@ -52,6 +59,9 @@ std::uint64_t vfu_reduce_cycles(const HardwareConfig& cfg, VecReduceOp op, DType
 std::uint64_t vfu_cast_cycles(const HardwareConfig& cfg, DType dst_t, DType src_t, std::uint64_t n);
 // vec_fill of n elements.
 std::uint64_t vfu_fill_cycles(const HardwareConfig& cfg, DType t, std::uint64_t n);
+// Throws the error above when `cfg` does not compute `t` (op and kind name the intrinsic).
+void check_config_computes(const HardwareConfig& cfg, std::string_view kind, std::string_view op, DType t);
+
 // vec_matmul (the VFU computing C[m,n] (+)= A[m,k] x B[k,n] for dtypes the TFU lacks): one fused
 // multiply-add pass over n per (row, k) at the output dtype's lanes:
 //   cycles = startup + m * k * ceil(n / epc(out_t)).

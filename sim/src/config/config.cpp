@@ -199,7 +199,7 @@ class FieldReader {
       (config.*(member.array)).*(member.dim) = narrow(std::get<std::uint64_t>(value));
     } else if constexpr (std::is_same_v<Member, TfuAllArraysMember>) {
       using HC = HardwareConfig;
-      for (TfuArray HC::*array : {&HC::tfu_fp32, &HC::tfu_fp16, &HC::tfu_int8})
+      for (TfuArray HC::*array : {&HC::tfu_fp32, &HC::tfu_fp16, &HC::tfu_bf16, &HC::tfu_int8})
         (config.*array).*(member.dim) = narrow(std::get<std::uint64_t>(value));
     } else {
       using T = std::remove_reference_t<decltype(config.*member)>;
@@ -294,6 +294,7 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
     const char* cols;
   } arrays[] = {{c.tfu_fp32, "tfu.fp32.rows", "tfu.fp32.cols"},
                 {c.tfu_fp16, "tfu.fp16.rows", "tfu.fp16.cols"},
+                {c.tfu_bf16, "tfu.bf16.rows", "tfu.bf16.cols"},
                 {c.tfu_int8, "tfu.int8.rows", "tfu.int8.cols"}};
   for (const auto& a : arrays) {
     if (a.array.rows == 1 && a.array.cols == 1)  // SCALE-Sim's count would fall below the MAC roofline
@@ -304,6 +305,13 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
                                std::to_string(a.array.cols) +
                                ": set both to 0 (dtype unsupported by the TFU) or both above 0");
   }
+
+  // bf16 reaches the TFU only through the VFU's conversions (kernels cast fp32 to bf16 there).
+  if (c.tfu_bf16.supported() && !c.vfu_bf16)
+    fail({"tfu.bf16.rows", "tfu.bf16.cols", "vfu.bf16"},
+         "tfu.bf16 is " + std::to_string(c.tfu_bf16.rows) + " x " + std::to_string(c.tfu_bf16.cols) +
+             " but vfu.bf16 is false: a chip with a bf16 tensor array converts bf16 on its VFU, set "
+             "vfu.bf16: true");
 
   // The chips' links (config/topology.h): a valid name, pairs inside the system and its hosts,
   // no chip over its ports.
@@ -348,6 +356,7 @@ const TfuArray& HardwareConfig::tfu_array(DType t) const {
   switch (t) {
     case DType::kFloat32: return tfu_fp32;
     case DType::kFloat16: return tfu_fp16;
+    case DType::kBFloat16: return tfu_bf16;
     case DType::kInt8: return tfu_int8;
     default: return kUnsupported;
   }

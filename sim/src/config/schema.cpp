@@ -57,6 +57,10 @@ const std::vector<Field>& schema() {
   static const std::vector<Field> fields = {
       {"name", ValueType::kString, "", &HC::name, any_value()},
       {"devices", ValueType::kCount, "chips", &HC::device_count, between(1, 16, "the driver exposes at most 16 devices")},
+      // Reported only (device properties, torch.mlu.get_device_capability / is_bf16_supported);
+      // 3.0 (MLU300 class) is what every preset reported before the keys existed.
+      {"compute_capability.major", ValueType::kCount, "", &HC::capability_major, between(1, 99), "3"},
+      {"compute_capability.minor", ValueType::kCount, "", &HC::capability_minor, between(0, 99), "0"},
 
       {"topology.clusters", ValueType::kCount, "clusters", &HC::clusters, between(1, 1024)},
       {"topology.cores_per_cluster", ValueType::kCount, "cores", &HC::cores_per_cluster, between(1, 16)},
@@ -112,12 +116,18 @@ const std::vector<Field>& schema() {
       {"vfu.width_bytes", ValueType::kBytes, "bytes", &HC::vfu_width_bytes, power_of_two(4, 65536)},
       {"vfu.startup_cycles", ValueType::kCount, "cycles", &HC::vfu_startup_cycles, between(0, 1e6)},
       {"vfu.transcendental_factor", ValueType::kCount, "x", &HC::vfu_transcendental_factor, between(1, 1024)},
+      // Whether the VFU has bf16 arithmetic and conversions (MLU5xx); false, the default, is what
+      // every preset meant before the key: bf16 is storage only, its compute an error.
+      {"vfu.bf16", ValueType::kBool, "", &HC::vfu_bf16, any_value(), "false"},
 
       // 0 x 0 = dtype not supported by the TFU; rows and cols must agree (checked in config.cpp).
       {"tfu.fp32.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::rows}, between(0, kMaxPes)},
       {"tfu.fp32.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp32, &TfuArray::cols}, between(0, kMaxPes)},
       {"tfu.fp16.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::rows}, between(0, kMaxPes)},
       {"tfu.fp16.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_fp16, &TfuArray::cols}, between(0, kMaxPes)},
+      // bf16 inputs, fp32 accumulation; 0 x 0 (the default: no bf16 before the key) = unsupported.
+      {"tfu.bf16.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_bf16, &TfuArray::rows}, between(0, kMaxPes), "0"},
+      {"tfu.bf16.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_bf16, &TfuArray::cols}, between(0, kMaxPes), "0"},
       {"tfu.int8.rows", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::rows}, between(0, kMaxPes)},
       {"tfu.int8.cols", ValueType::kCount, "PEs", TfuMember{&HC::tfu_int8, &TfuArray::cols}, between(0, kMaxPes)},
       // Identical arrays per core that share each intrinsic's folds (tfu_timing.h); 1 = one array,

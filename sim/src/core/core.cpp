@@ -553,8 +553,8 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
   if (b.space != Space::kWram) fault("matmul B " + b.str() + " must be in WRAM");
   const TfuArray& arr = device_.config.tfu_array(in_t);
   if (!arr.supported())
-    fault(label + ": the TFU of this config has no " + std::string(dtype_name(in_t)) + " array (tfu." +
-          std::string(dtype_name(in_t)) + " is 0x0); use the VFU");
+    fault(label + ": the TFU of config '" + device_.config.name + "' has no " + std::string(dtype_name(in_t)) +
+          " array (tfu." + std::string(dtype_name(in_t)) + " is 0x0); use the VFU");
   if (!compute::tensor_dtypes_supported(in_t, out_t))
     fault(label + ": unsupported output dtype " + std::string(dtype_name(out_t)));
   const std::uint64_t ie = dtype_size(in_t), oe = dtype_size(out_t);
@@ -582,6 +582,11 @@ void Core::vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint
   require_vfu_operands(label.c_str(), {c, a, b});
   if (!compute::tensor_dtypes_supported(in_t, out_t))
     fault(label + ": unsupported output dtype " + std::string(dtype_name(out_t)));
+  try {
+    compute::check_config_computes(device_.config, "matmul", label, in_t);
+  } catch (const std::invalid_argument& e) {
+    fault(e.what());
+  }
   const std::uint64_t ie = dtype_size(in_t), oe = dtype_size(out_t);
   std::vector<Range> reads{range(a, m * k * ie, "vec_matmul A"), range(b, k * n * ie, "vec_matmul B")};
   const std::vector<Range> writes{range(c, m * n * oe, "vec_matmul C")};
@@ -603,8 +608,8 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
   if (w.space != Space::kWram) fault("conv2d weights " + w.str() + " must be in WRAM");
   const TfuArray& arr = device_.config.tfu_array(in_t);
   if (!arr.supported())
-    fault(label + ": the TFU of this config has no " + std::string(dtype_name(in_t)) + " array (tfu." +
-          std::string(dtype_name(in_t)) + " is 0x0); use the VFU");
+    fault(label + ": the TFU of config '" + device_.config.name + "' has no " + std::string(dtype_name(in_t)) +
+          " array (tfu." + std::string(dtype_name(in_t)) + " is 0x0); use the VFU");
   if (p.k_h == 0 || p.k_w == 0 || p.stride_h == 0 || p.stride_w == 0 || p.dilation_h == 0 || p.dilation_w == 0 ||
       p.in_c == 0 || p.out_c == 0 || p.in_h < p.dilation_h * (p.k_h - 1) + 1 || p.in_w < p.dilation_w * (p.k_w - 1) + 1)
     fault(label + ": invalid shape (kernel larger than the input tile, or a zero size/stride/dilation)");

@@ -120,6 +120,53 @@ TEST(Presets, DerivedTfuPeaksDoNotExceedPublished) {
   EXPECT_DOUBLE_EQ(tfu_peak_tera(load_config("mlu370-x4"), DType::kInt8), 253.952);  // 64 x 62
 }
 
+// Figures from /work/shared/notes/hardware.md (MLU590-M9 column); the rest are estimates in the
+// YAML. The MLU500 class is the first with bf16: compute capability 5, bf16 in VFU and TFU.
+TEST(Presets, Mlu590Figures) {
+  const HardwareConfig c = load_config("mlu590");
+  EXPECT_EQ(c.total_cores(), 32u);
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 1600.0);
+  EXPECT_EQ(c.nram_bytes, 320 * KiB);
+  EXPECT_EQ(c.sram_bytes, 1920 * KiB);  // 1.875 MiB usable of 2 MB
+  EXPECT_EQ(c.l2_bytes, 48 * MiB);
+  EXPECT_EQ(c.dram_bytes, 80 * GiB);
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 2764.8);
+  EXPECT_EQ(c.vfu_width_bytes, 128u);  // vector ops/cycle/core fp16/fp32 128/64
+  EXPECT_EQ(c.capability_major, 5u);
+  EXPECT_TRUE(c.vfu_bf16);
+  EXPECT_TRUE(c.computes(DType::kBFloat16));
+  EXPECT_TRUE(c.tfu_bf16.supported());
+  // Tensor MACs/cycle/core int8/fp16/fp32 = 4096/2048/512; bf16 at fp16's rate (estimate).
+  EXPECT_EQ(c.tfu_int8.macs_per_cycle(), 4096u);
+  EXPECT_EQ(c.tfu_fp16.macs_per_cycle(), 2048u);
+  EXPECT_EQ(c.tfu_fp32.macs_per_cycle(), 512u);
+  EXPECT_EQ(c.tfu_bf16.macs_per_cycle(), c.tfu_fp16.macs_per_cycle());
+  // The notes' peak estimates (~419 / ~210 / ~52) are this same product, rounded.
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kInt8), 419.0, 0.5);
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kFloat16), 210.0, 0.5);
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kFloat32), 52.0, 0.5);
+  EXPECT_DOUBLE_EQ(tfu_peak_tera(c, DType::kBFloat16), tfu_peak_tera(c, DType::kFloat16));
+}
+
+// bf16 only where the hardware has it: the MLU370 and MLU270 presets (compute capability 3) and
+// tiny have none, and a bf16 tensor array without bf16 conversions is rejected.
+TEST(Presets, Bf16OnlyOnMlu500Class) {
+  for (const char* name : {"mlu370-x4", "mlu370-x8", "mlu270", "tiny"}) {
+    SCOPED_TRACE(name);
+    const HardwareConfig c = load_config(name);
+    EXPECT_FALSE(c.computes(DType::kBFloat16));
+    EXPECT_FALSE(c.tfu_bf16.supported());
+    EXPECT_EQ(c.capability_major, 3u);
+  }
+  try {
+    load_config("mlu370-x4", {{"tfu.bf16.rows", "32"}, {"tfu.bf16.cols", "46"}});
+    ADD_FAILURE() << "a bf16 array without vfu.bf16 loaded";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("vfu.bf16 is false"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(load_config("mlu370-x4", {{"vfu.bf16", "true"}}).computes(DType::kBFloat16));  // what-if
+}
+
 // One TPU v3 TensorCore from public figures (configs/tpu-v3.yaml: Google Cloud TPU docs, Jouppi et al.
 // CACM 2020 / ISCA 2021, Norrie et al. Hot Chips 2020).
 TEST(Presets, TpuV3Figures) {
@@ -150,6 +197,9 @@ TEST(Presets, TpuV3Figures) {
 TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
   const HardwareConfig mlu370 = load_config("mlu370-x4");
   const HardwareConfig mlu270 = load_config("mlu270");
+  const HardwareConfig mlu590 = load_config("mlu590");
+  EXPECT_EQ(mlu590.vfu_width_bytes / 4 * 2, 64u);
+  EXPECT_EQ(mlu590.vfu_width_bytes / 2 * 2, 128u);
   EXPECT_EQ(mlu370.vfu_width_bytes / 4 * 2, 64u);
   EXPECT_EQ(mlu370.vfu_width_bytes / 2 * 2, 128u);
   EXPECT_EQ(mlu270.vfu_width_bytes / 4 * 2, 32u);
@@ -158,7 +208,7 @@ TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
 
 // One core alone must not saturate DRAM, or DRAM contention between cores never shows.
 TEST(Presets, PerCoreDmaIsBelowDramBandwidth) {
-  for (const char* name : {"mlu370-x4", "mlu270", "tiny"}) {
+  for (const char* name : {"mlu370-x4", "mlu270", "mlu590", "tiny"}) {
     SCOPED_TRACE(name);
     const HardwareConfig c = load_config(name);
     EXPECT_LT(c.io_dma_bandwidth_gbps, c.dram_bandwidth_gbps);

@@ -37,6 +37,11 @@ struct HardwareConfig {
   std::string name;                 // `name`: preset name shown in reports
   std::string source_file;          // file it was loaded from (not a YAML key)
   std::uint32_t device_count;       // `devices`: identical chips in the system
+  // `compute_capability.major` / `.minor`: what cnrtGetDeviceProperties and torch.mlu report
+  // (MLU300 class 3.x, MLU500 class 5.x); torch.mlu.is_bf16_supported() is major >= 5, as
+  // Cambricon's torch_mlu decides it. Default 3.0, what every preset reported before the keys.
+  std::uint32_t capability_major;
+  std::uint32_t capability_minor;
 
   // --- topology and clocks ---
   std::uint32_t clusters;           // `topology.clusters`
@@ -88,10 +93,13 @@ struct HardwareConfig {
   std::uint32_t vfu_width_bytes;    // `vfu.width_bytes`: bytes processed per cycle (fp32 lanes = width/4)
   std::uint32_t vfu_startup_cycles;   // `vfu.startup_cycles`: pipeline fill per intrinsic
   std::uint32_t vfu_transcendental_factor;  // `vfu.transcendental_factor`: cycles per vector for exp/log/...
+  bool vfu_bf16;                    // `vfu.bf16`: the VFU computes on and converts bf16 (width/2 lanes,
+                                    // as fp16); false = bf16 is storage and byte copies only
 
-  // --- TFU: systolic array per dtype (`tfu.arrays` sets the count of all three) ---
+  // --- TFU: systolic array per dtype (`tfu.arrays` sets the count of all four) ---
   TfuArray tfu_fp32;                // `tfu.fp32.rows`, `tfu.fp32.cols`, `tfu.arrays`
   TfuArray tfu_fp16;                // `tfu.fp16.rows`, `tfu.fp16.cols`, `tfu.arrays`
+  TfuArray tfu_bf16;                // `tfu.bf16.rows`, `tfu.bf16.cols`, `tfu.arrays` (default 0 x 0)
   TfuArray tfu_int8;                // `tfu.int8.rows`, `tfu.int8.cols`, `tfu.arrays`
   Dataflow tfu_dataflow;            // `tfu.dataflow`: output_stationary | weight_stationary
   bool tfu_fold_overlap;            // `tfu.fold_overlap`: pipeline consecutive folds
@@ -104,6 +112,9 @@ struct HardwareConfig {
   double api_call_ns;               // `host.api_call_ns`: host time of any other driver call
 
   const TfuArray& tfu_array(DType t) const;  // {0,0} for dtypes the TFU never supports
+  // False only for bf16 on a chip without `vfu.bf16`: its arithmetic and conversions are errors
+  // there (the intrinsic faults naming op and config), as on MLU3xx, which have no bf16 units.
+  bool computes(DType t) const { return t != DType::kBFloat16 || vfu_bf16; }
   std::uint32_t total_cores() const { return clusters * cores_per_cluster; }
 };
 

@@ -90,6 +90,8 @@ void sync_cluster();  // barrier: the cluster's compute cores + memory core of t
 void sync_all();      // barrier: every core and memory core of this union group
 
 // ---- VFU: operands in NRAM (n elements of dtype), 128-byte-aligned starts not required ----
+// bf16 (like fp16) computes in fp32 and rounds once to nearest even; on a config without
+// `vfu.bf16` every bf16 intrinsic but a kCopy faults, naming the op and the config.
 void vec_binary(sim::VecBinaryOp op, DType dtype, Addr dst, Addr a, Addr b, std::size_t n);
 void vec_binary_scalar(sim::VecBinaryOp op, DType dtype, Addr dst, Addr a, double scalar, std::size_t n);
 void vec_unary(sim::VecUnaryOp op, DType dtype, Addr dst, Addr src, std::size_t n);
@@ -100,7 +102,8 @@ void vec_select(DType dtype, Addr dst, Addr cond_bool, Addr a, Addr b, std::size
 
 // ---- TFU: A in NRAM, B in WRAM, C in NRAM; row-major ----
 // C[M,N] (+)= A[M,K] x B, B stored [K,N] or, with b_transposed, [N,K] (filter-major).
-// in fp32 -> out fp32; in fp16 -> out fp16 or fp32 (fp32 accumulate); in int8 -> out int32.
+// in fp32 -> out fp32; in fp16 -> out fp16 or fp32, in bf16 -> out bf16 or fp32 (fp32
+// accumulate, one round-to-nearest-even rounding of a 16-bit output); in int8 -> out int32.
 void matmul(DType in_type, DType out_type, Addr c, Addr a, Addr b, std::size_t m, std::size_t k,
             std::size_t n, bool b_transposed, bool accumulate);
 

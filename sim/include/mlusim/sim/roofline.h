@@ -19,7 +19,6 @@
 
 namespace mlusim::sim {
 
-constexpr std::size_t kDTypeCount = 7;
 using MacsByDtype = std::array<std::uint64_t, kDTypeCount>;  // indexed by DType
 
 // cores x rows x cols x tfu.arrays x core clock; 0 when the TFU lacks `t`.

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "mlusim/sim/dtype.h"
 #include "mlusim/sim/launch.h"
 #include "mlusim/sim/sim_time.h"
 
@@ -59,7 +60,7 @@ struct KernelRecord {
   EngineSet engines{};        // summed over all cores that ran its tasks
   TrafficCounters traffic;
   std::uint64_t macs = 0;     // TFU multiply-accumulates performed
-  std::array<std::uint64_t, 7> macs_by_dtype{};  // TFU and VFU (vec_matmul) MACs by input DType
+  std::array<std::uint64_t, kDTypeCount> macs_by_dtype{};  // TFU and VFU (vec_matmul) MACs by input DType
   std::uint64_t vector_elements = 0;  // VFU elements processed
 };
 
