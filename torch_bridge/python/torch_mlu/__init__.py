@@ -223,6 +223,9 @@ from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, inject_kernel_fault, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from .compile import compile_compare, compiled_graphs, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
+from . import inductor as _inductor  # noqa: E402
+
+_inductor.register_on_first_compile()  # torch.compile(model) with Inductor on mlu tensors
 from .precision import compare  # noqa: E402  (layer-by-layer precision against the CPU in float64)
 from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
 from . import distributed  # noqa: E402  (registers the torch.distributed backend "cncl" for "mlu")

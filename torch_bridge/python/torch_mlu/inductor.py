@@ -1,0 +1,224 @@
+"""``torch.compile(model)`` with Inductor, PyTorch's default backend, on mlu tensors.
+
+Registers the device with Inductor the way an out-of-tree device does (PyTorch's
+test_extension_backend and OpenReg show the hooks):
+
+- a Dynamo ``DeviceInterface`` for "mlu" (devices, streams, events, synchronize: torch.mlu's);
+- ``DeviceOpOverrides`` (what the generated wrapper writes to set the device, guard it, sync);
+- ``register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen)``: Inductor's
+  lowering, decompositions, fusion decisions and memory planning are its own; the Scheduling
+  (torch_mlu/inductor_scheduling.py) turns each fused group into a kernel of libmlu launches
+  (torch_mlu/inductor_kernel.py): pointwise chains as one elementwise-program kernel, reductions
+  on the device's reduction kernels, matmul/convolution/attention through their ATen ops (extern
+  kernels) on libmlu's GEMM/conv kernels. Triton is never involved; nothing runs on the CPU.
+
+``register_on_first_compile()`` runs on ``import torch_mlu``: it costs nothing then (Inductor's
+modules take ~1.5 s to load) and runs ``register()`` the moment Inductor's compile_fx module is
+first imported, i.e. when the first torch.compile compiles, before AOTAutograd decomposes. The CUDA twin is Inductor's Triton backend; ``backend="mlu"``
+(torch_mlu/compile.py) is the device's own Dynamo backend with libmlu's hand-fused kernels.
+"""
+
+import importlib.abc
+import importlib.util
+import sys
+
+import torch
+
+__all__ = ["register", "register_on_first_compile"]
+
+_registered = False
+
+
+def _interface():
+    from torch._dynamo.device_interface import DeviceInterface  # noqa: PLC0415
+
+    class MluInterface(DeviceInterface):
+        device = torch.mlu.device
+        Event = torch.mlu.Event
+        Stream = torch.mlu.Stream
+
+        class Worker:
+            @staticmethod
+            def set_device(device):
+                torch.mlu.set_device(device)
+
+            @staticmethod
+            def current_device():
+                return torch.mlu.current_device()
+
+            @staticmethod
+            def get_device_properties(device=None):
+                return torch.mlu.get_device_properties(device)
+
+        current_device = staticmethod(torch.mlu.current_device)
+        set_device = staticmethod(torch.mlu.set_device)
+        device_count = staticmethod(torch.mlu.device_count)
+        stream = staticmethod(torch.mlu.stream)
+        current_stream = staticmethod(torch.mlu.current_stream)
+        set_stream = staticmethod(torch.mlu.set_stream)
+        synchronize = staticmethod(torch.mlu.synchronize)
+        get_device_properties = staticmethod(torch.mlu.get_device_properties)
+        memory_allocated = staticmethod(torch.mlu.memory_allocated)
+        is_bf16_supported = staticmethod(torch.mlu.is_bf16_supported)
+
+        @staticmethod
+        def get_raw_stream(device_idx):
+            from .inductor_runtime import get_raw_stream  # noqa: PLC0415
+
+            return get_raw_stream(device_idx)
+
+        @staticmethod
+        def exchange_device(device):
+            previous = torch.mlu.current_device()
+            torch.mlu.set_device(device)
+            return previous
+
+        @staticmethod
+        def maybe_exchange_device(device):
+            return MluInterface.exchange_device(device)
+
+        @staticmethod
+        def is_available():
+            return torch.mlu.is_available()
+
+        @staticmethod
+        def get_compute_capability(device=None):
+            major, minor = torch.mlu.get_device_capability(device)
+            return major * 10 + minor
+
+        @staticmethod
+        def is_triton_capable(device=None):
+            return False
+
+    return MluInterface
+
+
+def _op_overrides():
+    from torch._inductor.codegen.common import DeviceOpOverrides  # noqa: PLC0415
+
+    class MluDeviceOpOverrides(DeviceOpOverrides):
+        def import_get_raw_stream_as(self, name):
+            return f"from torch_mlu.inductor_runtime import get_raw_stream as {name}"
+
+        def set_device(self, device_idx):
+            return f"torch.mlu.set_device({device_idx})"
+
+        def synchronize(self):
+            return "torch.mlu.synchronize()"
+
+        def device_guard(self, device_idx):
+            return f"torch.mlu.device({device_idx})"
+
+    return MluDeviceOpOverrides()
+
+
+def _codegen_version_pass():
+    """A no-op post-grad pass whose uuid() is a hash of the device codegen's source: Inductor's FX
+    graph cache keys on it, so a cached compiled graph is never reused across codegen changes."""
+    import hashlib  # noqa: PLC0415
+    import pathlib  # noqa: PLC0415
+
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass  # noqa: PLC0415
+
+    here = pathlib.Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in ("inductor.py", "inductor_kernel.py", "inductor_scheduling.py", "inductor_runtime.py"):
+        digest.update((here / name).read_bytes())
+
+    class CodegenVersion(CustomGraphModulePass):
+        def __call__(self, gm):
+            return None
+
+        def uuid(self):
+            return digest.hexdigest()
+
+    return CodegenVersion()
+
+
+# Ops libmlu runs as one fused kernel that beats Inductor's decomposition into reductions and
+# elementwise programs (softmax: 1 kernel instead of amax + program + sum + program; layer_norm
+# likewise; gelu's erf has no program op). On mlu tensors Inductor keeps them whole (its
+# decomposition returns NotImplemented, as Inductor does for MTIA's layer_norm) and calls the ATen
+# op as an extern kernel; on every other device the decomposition is unchanged.
+_KEEP_WHOLE = ("_softmax.default", "_log_softmax.default", "_softmax_backward_data.default",
+               "_log_softmax_backward_data.default", "native_layer_norm.default",
+               "native_layer_norm_backward.default", "gelu.default", "gelu_backward.default")
+
+
+def _keep_whole_on_device():
+    from torch._inductor import decomposition  # noqa: PLC0415
+    from torch._inductor.lowering import lowerings, make_fallback  # noqa: PLC0415
+
+    aten = torch.ops.aten
+    for name in _KEEP_WHOLE:
+        packet, overload = name.split(".")
+        op = getattr(getattr(aten, packet), overload)
+        original = decomposition.decompositions.get(op)
+        if original is None or getattr(original, "_mlu_keeps_whole", False):
+            continue
+
+        def decomp(*args, _original=original, **kwargs):
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            if first is not None and first.device.type == "mlu":
+                return NotImplemented
+            return _original(*args, **kwargs)
+
+        decomp._mlu_keeps_whole = True
+        decomposition.decompositions[op] = decomp
+        if op not in lowerings:  # only reached on mlu: elsewhere the decomposition ran first
+            make_fallback(op, warn=False, override_decomp=True)
+
+
+def register():
+    """Registers "mlu" with Dynamo's device interfaces and Inductor's codegen (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from torch._dynamo.device_interface import register_interface_for_device  # noqa: PLC0415
+    from torch._inductor.codegen.common import (  # noqa: PLC0415
+        register_backend_for_device,
+        register_device_op_overrides,
+    )
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen  # noqa: PLC0415
+
+    from .inductor_scheduling import MluScheduling  # noqa: PLC0415
+
+    register_interface_for_device("mlu", _interface())
+    for i in range(torch.mlu.device_count()):
+        register_interface_for_device(f"mlu:{i}", _interface())
+    register_device_op_overrides("mlu", _op_overrides())
+    _keep_whole_on_device()
+    register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen,
+                                device_custom_pass=_codegen_version_pass())
+    _registered = True
+
+
+class _RegisterAfterImport(importlib.abc.MetaPathFinder):
+    """Finds torch._inductor.compile_fx with the other finders and runs register() once its module
+    has executed (a post-import hook: Python has none built in)."""
+
+    target = "torch._inductor.compile_fx"
+
+    def find_spec(self, name, path, target=None):
+        if name != self.target:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_register(module):
+            exec_module(module)
+            register()
+
+        spec.loader.exec_module = exec_then_register
+        return spec
+
+
+def register_on_first_compile():
+    """register() now if Inductor is loaded, else when it loads (see the module doc)."""
+    if _RegisterAfterImport.target in sys.modules:
+        register()
+    elif not any(isinstance(f, _RegisterAfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterImport())

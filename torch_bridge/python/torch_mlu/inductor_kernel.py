@@ -1,0 +1,629 @@
+"""One Inductor kernel for the device: the fused nodes' loop bodies recorded as a value graph, then
+emitted as Python that launches libmlu kernels.
+
+Inductor hands a backend's Scheduling fused groups of nodes, each a loop body over an iteration
+space (``sizes`` pointwise dims, ``rsizes`` reduction dims) that calls ``ops.load``, arithmetic,
+``ops.reduction`` and ``ops.store``. Triton backends print that body per element; the simulated
+device has no per-element code path, so this kernel records the body once as a graph of values
+(``_Value``) with tensor semantics over the whole iteration space, and emits:
+
+- **Loads** as views of the buffer: an index linear in the iteration variables,
+  ``offset + sum(c_i * v_i)``, is ``as_strided(buffer, shape, strides=c, offset)`` (stride 0 ->
+  size 1, broadcast); any other index (``//``, ``%``, indirect ``tmp`` indices, loads under a mask)
+  is evaluated into an index tensor on the device and gathered with ``index_select``.
+- **Arithmetic** as few ``torch.ops.mlu.elementwise`` launches as possible: every maximal region of
+  ops the elementwise program language has (add, mul, div, exp, where, compares, casts, ...; see
+  torch_mlu/fusion.py) becomes ONE libmlu ``elementwise_program`` kernel that streams its inputs
+  through NRAM and writes one result; ops outside the language (erf, floor, atan2, ...) run as the
+  device's eager ATen kernel on the region's inputs. Nothing runs on the CPU.
+- **Reductions** (sum, prod, amax, amin, argmax, argmin, any, welford) as the device's reduction
+  kernels over the reduction dims, of the program result that feeds them.
+- **Stores** as ``copy_`` into a view of the output buffer (``index_copy_`` / ``index_add_`` for
+  non-linear or atomic-add indices). Stores to buffers that Inductor removed (used only inside the
+  kernel) are skipped: their consumers in the kernel read the value directly.
+
+The cost model is therefore the device's: a fused pointwise chain is one program kernel plus the
+store's copy, instead of one kernel (and one DRAM round trip) per op.
+"""
+
+import itertools
+
+import sympy
+import torch
+from torch._inductor.codegen.common import Kernel
+from torch._inductor.ops_handler import DefaultHandler
+from torch._inductor.utils import sympy_index_symbol
+from torch._inductor.virtualized import V
+from torch.utils._sympy.functions import CleanDiv, FloorDiv, Identity, ModularIndexing, PythonMod
+
+__all__ = ["MluKernel", "PROGRAM_OPS", "Unsupported"]
+
+
+class Unsupported(NotImplementedError):
+    """An op of a loop body that this kernel cannot express (raised at compile time, naming it)."""
+
+
+# Inductor op name -> elementwise program op (torch_mlu/fusion.py lists the program language).
+PROGRAM_OPS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "div": "div", "pow": "pow",
+    "maximum": "maximum", "minimum": "minimum", "neg": "neg", "abs": "abs", "square": "square",
+    "relu": "relu", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sigmoid": "sigmoid",
+    "tanh": "tanh", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
+    "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "logical_not": "logical_not", "where": "where",
+}
+
+# Program cast targets (DTYPE names of the program language).
+_PROGRAM_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.int8: "i8", torch.int32: "i32",
+                   torch.int64: "i64", torch.bool: "bool"}
+
+# Inductor op name -> eager device expression (format fields: the operands' Python names).
+_EAGER_OPS = {
+    "floordiv": "torch.div({0}, {1}, rounding_mode='floor')",
+    "truncdiv": "torch.div({0}, {1}, rounding_mode='trunc')",
+    "int_truediv": "torch.true_divide({0}, {1})",
+    "mod": "torch.fmod({0}, {1})", "fmod": "torch.fmod({0}, {1})", "remainder": "torch.remainder({0}, {1})",
+    "exp2": "torch.exp2({0})", "expm1": "torch.expm1({0})", "log1p": "torch.log1p({0})",
+    "log2": "torch.log2({0})", "log10": "torch.log10({0})", "erf": "torch.erf({0})",
+    "erfc": "torch.erfc({0})", "erfinv": "torch.erfinv({0})", "tan": "torch.tan({0})",
+    "asin": "torch.asin({0})", "acos": "torch.acos({0})", "atan": "torch.atan({0})",
+    "sinh": "torch.sinh({0})", "cosh": "torch.cosh({0})", "asinh": "torch.asinh({0})",
+    "acosh": "torch.acosh({0})", "atanh": "torch.atanh({0})", "atan2": "torch.atan2({0}, {1})",
+    "hypot": "torch.hypot({0}, {1})", "floor": "torch.floor({0})", "ceil": "torch.ceil({0})",
+    "trunc": "torch.trunc({0})", "round": "torch.round({0})", "sign": "torch.sign({0})",
+    "signbit": "torch.signbit({0})", "isnan": "torch.isnan({0})", "isinf": "torch.isinf({0})",
+    "copysign": "torch.copysign({0}, {1})", "lgamma": "torch.lgamma({0})",
+    "digamma": "torch.digamma({0})", "bitwise_and": "torch.bitwise_and({0}, {1})",
+    "bitwise_or": "torch.bitwise_or({0}, {1})", "bitwise_xor": "torch.bitwise_xor({0}, {1})",
+    "bitwise_not": "torch.bitwise_not({0})", "left_shift": "torch.bitwise_left_shift({0}, {1})",
+    "right_shift": "torch.bitwise_right_shift({0}, {1})", "fma": "torch.addcmul({2}, {0}, {1})",
+    "nextafter": "torch.nextafter({0}, {1})", "xlogy": "torch.xlogy({0}, {1})",
+}
+
+# Inductor's boolean ops on masks (ops.and_/or_/xor: bool operands) in program terms.
+PROGRAM_OPS.update({"and_": "logical_and", "or_": "logical_or", "xor": "logical_xor"})
+
+
+class _Value:
+    """A node of the kernel's value graph. kind: load | const | index | op | cast | reduction |
+    item (one output of a tuple-valued reduction) | indirect."""
+
+    __slots__ = ("kind", "op", "args", "dtype", "extra", "uid")
+    _ids = itertools.count()
+
+    def __init__(self, kind, op=None, args=(), dtype=None, extra=None):
+        self.kind, self.op, self.args, self.dtype, self.extra = kind, op, tuple(args), dtype, extra
+        self.uid = next(self._ids)
+
+    def operands(self):
+        return [a for a in self.args if isinstance(a, _Value)]
+
+
+def _literal(value, dtype=None):
+    """A Python literal for generated code (and the program language: true/false/inf/-inf/nan)."""
+    if isinstance(value, bool) or dtype == torch.bool:
+        return "True" if value else "False"
+    if isinstance(value, float) or (dtype is not None and dtype.is_floating_point):
+        v = float(value)
+        if v != v:
+            return "float('nan')"
+        if v in (float("inf"), float("-inf")):
+            return "float('inf')" if v > 0 else "float('-inf')"
+        return repr(v)
+    return repr(int(value))
+
+
+def _program_literal(value, dtype=None):
+    text = _literal(value, dtype)
+    return {"True": "true", "False": "false", "float('nan')": "nan", "float('inf')": "inf",
+            "float('-inf')": "-inf"}.get(text, text)
+
+
+def _plain(index):
+    """index without Inductor's Identity wrappers (they only stop sympy from simplifying)."""
+    index = sympy.sympify(index)
+    if index.has(Identity):
+        index = index.replace(lambda e: isinstance(e, Identity), lambda e: e.args[0])
+    return index
+
+
+class _Recorder(DefaultHandler):
+    """The ops handler loop bodies run against: records values instead of printing code."""
+
+    def __init__(self, kernel):
+        self.k = kernel
+
+    def _default(self, name, args, kwargs):
+        if name in PROGRAM_OPS or name in _EAGER_OPS:
+            return self.k.value("op", name, args)
+        raise Unsupported(f"torch.compile on mlu: the Inductor op '{name}' has no device lowering yet")
+
+    # -- memory ----------------------------------------------------------------------------------
+    def load(self, name, index):
+        return self.k.record_load(name, index)
+
+    def store(self, name, index, value, mode=None):
+        self.k.record_store(name, index, value, mode)
+
+    def store_reduction(self, name, index, value):
+        self.k.record_store(name, index, value, None)
+
+    def reduction(self, dtype, src_dtype, reduction_type, value):
+        return self.k.record_reduction(dtype, src_dtype, reduction_type, value)
+
+    # -- values ----------------------------------------------------------------------------------
+    def constant(self, value, dtype):
+        return self.k.value("const", args=(value,), dtype=dtype)
+
+    def index_expr(self, expr, dtype):
+        return self.k.value("index", args=(_plain(expr),), dtype=dtype)
+
+    def to_dtype(self, x, dtype, src_dtype=None, use_compute_types=True):
+        return self.k.value("cast", args=(x,), dtype=dtype)
+
+    def to_dtype_bitcast(self, x, dtype, src_dtype):
+        return self.k.value("bitcast", args=(x,), dtype=dtype)
+
+    def masked(self, mask, body, other):
+        self.k.mask_stack.append(mask)
+        try:
+            value = body()
+        finally:
+            self.k.mask_stack.pop()
+        return self.k.value("op", "where", (mask, value, self.k.value("const", args=(other,))))
+
+    def indirect_indexing(self, index_var, size, check=True, wrap_neg=True):
+        return self.k.record_indirect(index_var, size, wrap_neg)
+
+    def check_bounds(self, expr, size, lower, upper):
+        return None  # indices come from the program; out-of-range ones fail in index_select
+
+    def device_assert_async(self, cond, msg):
+        return None
+
+    def load_seed(self, name, offset):
+        raise Unsupported("torch.compile on mlu: Inductor's in-kernel random numbers (set "
+                          "torch._inductor.config.fallback_random = True to use the device's generator)")
+
+    def partial_accumulate(self, name, reduction_type, value, extra_meta=None):
+        raise Unsupported("torch.compile on mlu: partial_accumulate")
+
+
+class MluKernel(Kernel):
+    """The kernel of one fused node group with iteration space sizes x rsizes (see module doc)."""
+
+    def __init__(self, sizes, rsizes):
+        super().__init__()
+        self.sizes, self.rsizes = list(sizes), list(rsizes)
+        self.xvars = [sympy_index_symbol(f"x{i}") for i in range(len(self.sizes))]
+        self.rvars = [sympy_index_symbol(f"r{i}") for i in range(len(self.rsizes))]
+        self.vars = self.xvars + self.rvars
+        self.var_sizes = dict(zip(self.vars, self.sizes + self.rsizes))
+        self.mask_stack = []
+        self.stores = []          # (buffer name, index, _Value, mode)
+        self.stored = {}          # buffer name -> (index, _Value): loads of it read the value
+        self.indirect = {}        # indirect symbol -> (_Value, size, wrap_neg)
+        self.kernel_name = None
+        self.ops_handler = _Recorder(self)
+        self.cse = {}             # value key -> _Value: one value per distinct computation
+
+    def value(self, kind, op=None, args=(), dtype=None, extra=None):
+        """The _Value of (kind, op, args, dtype, extra), shared when several nodes compute it."""
+        key = (kind, op, tuple(("v", a.uid) if isinstance(a, _Value) else ("c", type(a).__name__, a)
+                               for a in args), dtype, extra)
+        try:
+            return self.cse.setdefault(key, _Value(kind, op, args, dtype, extra))
+        except TypeError:  # an unhashable literal
+            return _Value(kind, op, args, dtype, extra)
+
+    # ---- recording -------------------------------------------------------------------------------
+    def record_load(self, name, index):
+        index = _plain(V.graph.sizevars.simplify(index))
+        if name in self.stored and self.stored[name][0] == index and not self.mask_stack:
+            return self.stored[name][1]
+        return self.value("load", name, (index,), extra=bool(self.mask_stack))
+
+    def record_store(self, name, index, value, mode):
+        index = _plain(V.graph.sizevars.simplify(index))
+        self.store_buffer_names.add(name)
+        self.stores.append((name, index, value, mode))
+        for key in [k for k in self.cse if k[0] == "load" and k[1] == name]:
+            del self.cse[key]  # later loads of `name` read what this store wrote
+        if mode is None:
+            self.stored[name] = (index, value)
+
+    def record_reduction(self, dtype, src_dtype, reduction_type, value):
+        if reduction_type in ("welford_reduce", "welford_combine"):
+            r = self.value("reduction", reduction_type, value if isinstance(value, tuple) else (value,),
+                           dtype=dtype)
+            return tuple(self.value("item", args=(r,), extra=i) for i in range(3))
+        if reduction_type not in _REDUCTIONS:
+            raise Unsupported(f"torch.compile on mlu: the reduction '{reduction_type}' has no device lowering yet")
+        return self.value("reduction", reduction_type, (value,), dtype=dtype)
+
+    def record_indirect(self, value, size, wrap_neg):
+        sym = sympy_index_symbol(f"tmp_indirect{len(self.indirect)}")
+        self.indirect[sym] = (value, size, wrap_neg)
+        return sym
+
+    def record(self, nodes):
+        """Runs each scheduler node's loop body against the recorder."""
+        with V.set_ops_handler(self.ops_handler), V.set_kernel_handler(self):
+            for node in nodes:
+                node.codegen([self.xvars, self.rvars])
+
+    # ---- emission --------------------------------------------------------------------------------
+    def codegen_function(self, name):
+        """The kernel as the source of a Python function `name(*args)` (args: python_argdefs)."""
+        return _Emitter(self).function(name)
+
+
+_REDUCTIONS = {
+    "sum": "torch.sum({v}, dim=-1, keepdim=True{dtype})",
+    "prod": "torch.prod({v}, dim=-1, keepdim=True{dtype})",
+    "max": "torch.amax({v}, dim=-1, keepdim=True)",
+    "min": "torch.amin({v}, dim=-1, keepdim=True)",
+    "argmax": "torch.argmax({v}, dim=-1, keepdim=True)",
+    "argmin": "torch.argmin({v}, dim=-1, keepdim=True)",
+    "any": "torch.any({v}, dim=-1, keepdim=True)",
+}
+
+
+class _Emitter:
+    """Turns a recorded MluKernel into Python source (see the module doc for the mapping)."""
+
+    def __init__(self, kernel):
+        self.k = kernel
+        self.lines = []
+        self.names = {}           # _Value uid -> Python name of its tensor (or literal text)
+        self.counter = itertools.count()
+        self.consumers = {}       # uid -> set of consumer uids (graph edges)
+        self.roots = set()        # uids that must be materialized (stored, reduced, eager operands)
+        self.nx, self.nr = len(kernel.sizes), len(kernel.rsizes)
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def tmp(self):
+        return f"t{next(self.counter)}"
+
+    def emit(self, line):
+        self.lines.append(line)
+
+    def size_expr(self, expr):
+        """Python text of a size/stride expression (size symbols become kernel arguments)."""
+        expr = V.graph.sizevars.simplify(sympy.sympify(expr))
+        if expr.is_Integer:
+            return str(int(expr))
+        renamed = self.k.rename_indexing(expr)
+        from torch._inductor.codegen.common import PythonPrinter  # noqa: PLC0415
+
+        return PythonPrinter().doprint(renamed)
+
+    def shape(self, reduced=False):
+        sizes = [self.size_expr(s) for s in self.k.sizes]
+        sizes += ["1"] * self.nr if reduced else [self.size_expr(s) for s in self.k.rsizes]
+        return "(" + "".join(s + ", " for s in sizes) + ")"
+
+    # ---- graph analysis --------------------------------------------------------------------------
+    def walk(self):
+        seen, order = set(), []
+
+        def visit(v):
+            if v.uid in seen:
+                return
+            seen.add(v.uid)
+            for a in v.operands():
+                self.consumers.setdefault(a.uid, set()).add(v.uid)
+                visit(a)
+            if v.kind == "load":
+                for sym in v.args[0].free_symbols:
+                    if sym in self.k.indirect:
+                        ind = self.k.indirect[sym][0]
+                        self.consumers.setdefault(ind.uid, set()).add(v.uid)
+                        self.roots.add(ind.uid)
+                        visit(ind)
+            order.append(v)
+
+        for _, _, value, _ in self.k.stores:
+            if isinstance(value, _Value):
+                visit(value)
+                self.roots.add(value.uid)
+        return order
+
+    # ---- values ----------------------------------------------------------------------------------
+    def value(self, v):
+        """The Python name (or literal) of value v, emitting what computes it."""
+        if v.uid in self.names:
+            return self.names[v.uid]
+        if v.kind == "const":
+            text = _literal(v.args[0], v.dtype)
+        elif v.kind == "load":
+            text = self.load(v)
+        elif v.kind == "index":
+            text = self.index_tensor(v.args[0], v.dtype)
+        elif v.kind == "reduction":
+            text = self.reduction(v)
+        elif v.kind == "item":
+            self.value(v.args[0])
+            text = f"{self.names[v.args[0].uid]}[{v.extra}]"
+        elif v.kind == "bitcast":
+            text = self.tmp()
+            self.emit(f"{text} = {self.value(v.args[0])}.view({v.dtype})")
+        elif self.programmable(v):
+            text = self.program(v)
+        elif v.kind == "cast":
+            text = self.tmp()
+            self.emit(f"{text} = _as_tensor({self.value(v.args[0])}, {self.device_arg()}).to({v.dtype})")
+        else:
+            text = self.eager(v)
+        self.names[v.uid] = text
+        return text
+
+    def device_arg(self):
+        return self.first_tensor_arg
+
+    def programmable(self, v):
+        if v.kind == "op":
+            return v.op in PROGRAM_OPS
+        if v.kind == "cast":
+            return v.dtype in _PROGRAM_DTYPES
+        return False
+
+    def eager(self, v):
+        args = [self.value(a) if isinstance(a, _Value) else _literal(a) for a in v.args]
+        if v.op in _EAGER_OPS:
+            expr = _EAGER_OPS[v.op].format(*[f"_as_tensor({a}, {self.device_arg()})" for a in args])
+        else:
+            raise Unsupported(f"torch.compile on mlu: no device lowering for '{v.op}'")
+        name = self.tmp()
+        self.emit(f"{name} = {expr}")
+        return name
+
+    def program(self, root):
+        """One torch.ops.mlu.elementwise launch for the largest program-expressible region at root."""
+        region = {root.uid}
+        nodes = {root.uid: root}
+        order = [root]
+        frontier = [root]
+        while frontier:  # grow: an operand joins when every consumer of it is already inside
+            v = frontier.pop()
+            for a in v.operands():
+                if a.uid in region or a.uid in self.names or a.uid in self.roots:
+                    continue
+                if not self.programmable(a):
+                    continue
+                if not self.consumers.get(a.uid, set()) <= region:
+                    continue
+                region.add(a.uid)
+                nodes[a.uid] = a
+                order.append(a)
+                frontier.append(a)
+        inputs, input_index = [], {}
+        uses = {}
+        for v in nodes.values():
+            for a in v.operands():
+                if a.uid in region:
+                    uses[a.uid] = uses.get(a.uid, 0) + 1
+
+        def operand(a):
+            if not isinstance(a, _Value):
+                return _program_literal(a)
+            if a.uid in region:
+                return local[a.uid]
+            if a.kind == "const" and a.uid not in self.names:
+                return _program_literal(a.args[0], a.dtype)
+            name = self.value(a)
+            if name not in input_index:
+                input_index[name] = len(inputs)
+                inputs.append(name)
+            return f"${input_index[name]}"
+
+        local, stmts = {}, []
+        for v in sorted(order, key=lambda n: n.uid):  # uid order is creation order: producers first
+            if v.kind == "cast":
+                text = f"cast({operand(v.args[0])}, {_PROGRAM_DTYPES[v.dtype]})"
+            else:
+                text = f"{PROGRAM_OPS[v.op]}({', '.join(operand(a) for a in v.args)})"
+            if v is not root and uses.get(v.uid, 0) > 1:
+                local[v.uid] = f"v{v.uid}"
+                stmts.append(f"v{v.uid} = {text};")
+            else:
+                local[v.uid] = text
+        name = self.tmp()
+        if not inputs:  # constants only: no tensor to stream
+            self.emit(f"{name} = torch.full({self.shape()}, {_literal(_const_eval(root))}, device={self.device_arg()}.device)")
+            return name
+        program = " ".join(stmts + [local[root.uid]])
+        self.emit(f"{name} = torch.ops.mlu.elementwise([{', '.join(inputs)}], {program!r})")
+        return name
+
+    def reduction(self, v):
+        src = v.args
+        full = self.shape()
+        nx = self.nx
+        name = self.tmp()
+        if v.op in ("welford_reduce", "welford_combine"):
+            if v.op == "welford_reduce":
+                # m2 = n * biased variance (Welford's M2): the device's var_mean kernel, one pass.
+                x = self.flat_r(self.value(src[0]), full)
+                self.emit(f"{name}_n = {x}.shape[-1]")
+                self.emit(f"{name}_var, {name}_mean = torch.var_mean({x}, dim=-1, correction=0, keepdim=True)")
+                self.emit(f"{name}_m2 = torch.ops.mlu.elementwise([{name}_var], f'mul($0, {{float({name}_n)}})')")
+                self.emit(f"{name} = ({self.unflat(name + '_mean')}, {self.unflat(name + '_m2')}, "
+                          f"torch.full_like({self.unflat(name + '_mean')}, float({name}_n)))")
+            else:
+                mean, m2, w = (self.flat_r(self.value(a), full) for a in src)
+                self.emit(f"{name}_n = torch.sum({w}, dim=-1, keepdim=True)")
+                self.emit(f"{name}_mean = torch.sum({w} * {mean}, dim=-1, keepdim=True) / {name}_n")
+                self.emit(f"{name}_m2 = torch.sum({m2} + {w} * torch.square({mean} - {name}_mean), dim=-1, keepdim=True)")
+                self.emit(f"{name} = ({self.unflat(name + '_mean')}, {self.unflat(name + '_m2')}, {self.unflat(name + '_n')})")
+            return name
+        x = self.flat_r(self.value(src[0]), full)
+        dtype = ""
+        if v.op in ("sum", "prod") and v.dtype is not None:
+            dtype = f", dtype={v.dtype}"
+        self.emit(f"{name} = {self.unflat(_REDUCTIONS[v.op].format(v=x, dtype=dtype))}")
+        del nx
+        return name
+
+    def flat_r(self, x, full):
+        """x broadcast to the full iteration shape, its reduction dims flattened into the last."""
+        name = self.tmp()
+        self.emit(f"{name} = _as_tensor({x}, {self.device_arg()}).expand({full}).flatten({self.nx})"
+                  if self.nr else f"{name} = {x}")
+        return name
+
+    def unflat(self, expr):
+        return f"({expr}).view({self.shape(reduced=True)})"
+
+    # ---- indexing --------------------------------------------------------------------------------
+    def linear(self, index):
+        """(offset, {var: coefficient}) when index is linear in the iteration variables with
+        coefficients free of them; None otherwise (or when it uses indirect indices)."""
+        index = sympy.expand(index)
+        if any(s in self.k.indirect for s in index.free_symbols):
+            return None
+        offset, coeffs = sympy.Integer(0), {}
+        for term in sympy.Add.make_args(index):
+            vs = [s for s in term.free_symbols if s in self.k.var_sizes]
+            if not vs:
+                offset += term
+                continue
+            if len(vs) != 1 or term.has(FloorDiv, ModularIndexing, sympy.Mod, sympy.floor):
+                return None
+            c = sympy.simplify(term / vs[0])
+            if c.free_symbols & set(self.k.var_sizes):
+                return None
+            coeffs[vs[0]] = coeffs.get(vs[0], 0) + c
+        return offset, coeffs
+
+    def view(self, buf, index, reduced=False):
+        """A strided view of buffer `buf` (Python name) for a linear index, or None."""
+        lin = self.linear(index)
+        if lin is None:
+            return None
+        offset, coeffs = lin
+        sizes, strides = [], []
+        for i, var in enumerate(self.k.vars):
+            is_r = i >= self.nx
+            c = coeffs.get(var, 0)
+            if c == 0 or (reduced and is_r):
+                sizes.append("1")
+                strides.append("0")
+            else:
+                sizes.append(self.size_expr(self.k.var_sizes[var]))
+                strides.append(self.size_expr(c))
+        off = self.size_expr(offset)
+        return (f"{buf}.as_strided(({''.join(s + ', ' for s in sizes)}), "
+                f"({''.join(s + ', ' for s in strides)}), {buf}.storage_offset() + {off})")
+
+    def index_tensor(self, expr, dtype=torch.int64):
+        """An int64 device tensor of expr over the iteration space (broadcast shape)."""
+        name = self.tmp()
+        self.emit(f"{name} = {self.sym_tensor(sympy.sympify(expr))}")
+        if dtype is not None and dtype != torch.int64:
+            self.emit(f"{name} = {name}.to({dtype})")
+        return name
+
+    def sym_tensor(self, e):
+        """Python text evaluating sympy expr e as a device tensor (or int) over the iteration space."""
+        if e.is_Integer:
+            return str(int(e))
+        if e in self.k.var_sizes:
+            i = self.k.vars.index(e)
+            shape = ["1"] * len(self.k.vars)
+            shape[i] = "-1"
+            return (f"torch.arange({self.size_expr(self.k.var_sizes[e])}, device={self.device_arg()}.device)"
+                    f".view({', '.join(shape)})")
+        if e in self.k.indirect:
+            value, size, wrap_neg = self.k.indirect[e]
+            t = self.value(value)
+            size_text = self.size_expr(size)
+            return f"torch.where({t} < 0, {t} + {size_text}, {t}).to(torch.int64)" if wrap_neg else f"{t}.to(torch.int64)"
+        if e.is_Symbol:
+            return self.size_expr(e)
+        if isinstance(e, sympy.Add):
+            return "(" + " + ".join(self.sym_tensor(a) for a in e.args) + ")"
+        if isinstance(e, sympy.Mul):
+            return "(" + " * ".join(self.sym_tensor(a) for a in e.args) + ")"
+        if isinstance(e, Identity):
+            return self.sym_tensor(e.args[0])
+        if isinstance(e, (FloorDiv, CleanDiv)):
+            return f"torch.div({self.sym_tensor(e.args[0])}, {self.sym_tensor(e.args[1])}, rounding_mode='floor')"
+        if isinstance(e, ModularIndexing):
+            x, d, m = (self.sym_tensor(a) for a in e.args)
+            return f"torch.remainder(torch.div({x}, {d}, rounding_mode='floor'), {m})"
+        if isinstance(e, (sympy.Mod, PythonMod)):
+            return f"torch.remainder({self.sym_tensor(e.args[0])}, {self.sym_tensor(e.args[1])})"
+        if isinstance(e, (sympy.Min, sympy.Max)):
+            fn = "torch.minimum" if isinstance(e, sympy.Min) else "torch.maximum"
+            text = self.sym_tensor(e.args[0])
+            for a in e.args[1:]:
+                text = f"{fn}(_as_tensor({text}, _dev), _as_tensor({self.sym_tensor(a)}, _dev))"
+            return text
+        raise Unsupported(f"torch.compile on mlu: index expression {e} has no device lowering yet")
+
+    def gather(self, buf, index):
+        """Elements of buffer `buf` at a non-linear index (clamped: masked-off lanes read in range)."""
+        idx = self.index_tensor(index)
+        name = self.tmp()
+        self.emit(f"{name} = _gather({buf}, {idx}, {self.shape()})")
+        return name
+
+    def load(self, v):
+        name = self.k.args.input(v.op)
+        view = None if v.extra else self.view(name, v.args[0])
+        if view is not None:
+            t = self.tmp()
+            self.emit(f"{t} = {view}")
+            return t
+        return self.gather(name, v.args[0])
+
+    # ---- the function ----------------------------------------------------------------------------
+    def function(self, fname):
+        k = self.k
+        self.walk()
+        # Arguments first (loads register inputs while emitting; outputs registered here).
+        for name, _, _, _ in k.stores:
+            if name not in k.removed_buffers:
+                k.args.output(name)
+        body_start = len(self.lines)
+        self.first_tensor_arg = "_dev"
+        for name, index, value, mode in k.stores:
+            if name in k.removed_buffers:
+                continue
+            out = k.args.output(name)
+            val = self.value(value) if isinstance(value, _Value) else _literal(value)
+            reduced = any(r.kind == "reduction" or r.kind == "item" for r in [value] if isinstance(r, _Value))
+            view = self.view(out, index, reduced=reduced) if mode is None else None
+            if view is not None:
+                self.emit(f"{view}.copy_(_as_tensor({val}, {out}))")
+            else:
+                idx = self.index_tensor(index)
+                fn = "_scatter_add" if mode == "atomic_add" else "_scatter"
+                self.emit(f"{fn}({out}, {idx}, _as_tensor({val}, {out}), {self.shape(reduced=reduced)})")
+        arg_defs, _, _, _ = k.args.python_argdefs()
+        params = [a.name if hasattr(a, "name") else str(a) for a in arg_defs]
+        tensor_params = [p for p in params if not p.startswith("ks")]
+        head = [f"def {fname}({', '.join(params)}):"]
+        if tensor_params:
+            head.append(f"    _dev = {tensor_params[0]}")
+        body = self.lines[:body_start] + self.lines[body_start:]
+        return "\n".join(head + ["    " + line for line in body] + ["    return None"]) + "\n"
+
+
+def _const_eval(v):
+    """The value of a constant-only program region (all leaves constants) computed on the host."""
+    import math  # noqa: PLC0415
+
+    if v.kind == "const":
+        return v.args[0]
+    if v.kind == "cast":
+        return _const_eval(v.args[0])
+    vals = [_const_eval(a) if isinstance(a, _Value) else a for a in v.args]
+    table = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+             "truediv": lambda a, b: a / b, "neg": lambda a: -a, "exp": math.exp,
+             "maximum": max, "minimum": min, "where": lambda c, a, b: a if c else b}
+    if v.op not in table:
+        raise Unsupported(f"torch.compile on mlu: constant-only '{v.op}'")
+    return table[v.op](*vals)
