@@ -15,6 +15,11 @@
 //   BM_ResNet50Conv/<layer>/<batch>: every distinct conv layer of torchvision's ResNet-50 at 224x224
 //     (conv1 7x7/2 3->64; per stage the 1x1 reduce, 3x3, 1x1 expand and the strided 3x3 and 1x1
 //     downsample of the first block), NCHW fp16 forward, batch 1 and 8, timing-only.
+//   BM_ResNet50ConvCL/<layer>/<batch>: the same in channels_last (NHWC activations, OHWI weights),
+//     which the direct NHWC kernel runs (conv/direct_conv.h); BM_ResNet50ConvBwdData/<layer>/8 and
+//     BM_ResNet50ConvBwdWeight/<layer>/8: the two backwards at batch 8, NCHW and channels_last
+//     (layout 0 / 1). Counter `compute_bound`: 1 when MACs / TFU peak exceeds the minimum DRAM
+//     bytes / DRAM bandwidth (the roofline's compute side).
 //   BM_ResNet18Conv/<layer>: every distinct conv layer of torchvision's ResNet-18 at 224x224, batch
 //     1, NCHW fp32 forward (what `mlusim run resnet18` runs), timing-only; BM_ResNet18ConvTotal sums
 //     them weighted by how often each occurs in the model (20 convs), i.e. the model's conv time.
@@ -190,32 +195,68 @@ struct Totals {
 };
 Totals g_totals[2];
 
-// Runs one conv layer forward (NCHW, pad k / 2) in timing-only mode and reports it; returns the
-// op record and adds the run to `t` (`count` times: how often the layer occurs in its model).
-void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n, DType dtype, Totals& t,
-                    int count) {
+// A 4-d tensor of logical NCHW dims, in NCHW or channels_last (NHWC strides) memory format.
+TensorDesc conv_desc(DType t, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool channels_last) {
+  if (!channels_last) return make_desc(t, {n, c, h, w}, mlu::Layout::kNCHW);
+  TensorDesc d;
+  check(d.set(t, {n, c, h, w}, {h * w * c, 1, w * c, c}, mlu::Layout::kNCHW), "descriptor");
+  return d;
+}
+
+enum class ConvOp { kForward, kBackwardData, kBackwardWeight };
+
+// Runs one conv layer (pad k / 2) in timing-only mode and reports it; returns the op record and
+// adds the run to `t` (`count` times: how often the layer occurs in its model).
+void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n, DType dtype, Totals& t, int count,
+                    bool channels_last = false, ConvOp op = ConvOp::kForward) {
   Session s(/*timing_only=*/true);
   const std::size_t es = dtype == DType::kFloat16 ? 2 : 4;
   mlu::ConvParams p;
   p.stride_h = p.stride_w = static_cast<int>(l.stride);
   p.pad_h = p.pad_w = static_cast<int>(l.k / 2);
   const std::int64_t out = (l.hw + 2 * p.pad_h - l.k) / l.stride + 1;
-  const TensorDesc x = make_desc(dtype, {n, l.c, l.hw, l.hw}, mlu::Layout::kNCHW);
-  const TensorDesc w = make_desc(dtype, {l.oc, l.c, l.k, l.k}, mlu::Layout::kNCHW);
-  const TensorDesc y = make_desc(dtype, {n, l.oc, out, out}, mlu::Layout::kNCHW);
+  const TensorDesc x = conv_desc(dtype, n, l.c, l.hw, l.hw, channels_last);
+  const TensorDesc w = conv_desc(dtype, l.oc, l.c, l.k, l.k, channels_last);
+  const TensorDesc y = conv_desc(dtype, n, l.oc, out, out, channels_last);
   void* px = s.alloc(static_cast<std::size_t>(x.numel()) * es);
   void* pw = s.alloc(static_cast<std::size_t>(w.numel()) * es);
   void* py = s.alloc(static_cast<std::size_t>(y.numel()) * es);
   std::size_t ws = 0;
-  check(mlu::get_conv2d_forward_workspace_size(s.h, p, x, w, y, &ws), "workspace");
+  switch (op) {
+    case ConvOp::kForward: check(mlu::get_conv2d_forward_workspace_size(s.h, p, x, w, y, &ws), "workspace"); break;
+    case ConvOp::kBackwardData:
+      check(mlu::get_conv2d_backward_data_workspace_size(s.h, p, y, w, x, &ws), "workspace");
+      break;
+    case ConvOp::kBackwardWeight:
+      check(mlu::get_conv2d_backward_weight_workspace_size(s.h, p, x, y, w, &ws), "workspace");
+      break;
+  }
   void* pws = ws ? s.alloc(ws) : nullptr;
   Measured m;
   for (auto _ : state) {
     s.h->clear_ops();
-    m = measure(s, [&] { check(mlu::conv2d_forward(s.h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv"); });
+    m = measure(s, [&] {
+      switch (op) {
+        case ConvOp::kForward:
+          check(mlu::conv2d_forward(s.h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv");
+          break;
+        case ConvOp::kBackwardData:
+          check(mlu::conv2d_backward_data(s.h, p, y, py, w, pw, x, px, pws, ws), "conv backward data");
+          break;
+        case ConvOp::kBackwardWeight:
+          check(mlu::conv2d_backward_weight(s.h, p, x, px, y, py, w, pw, pws, ws), "conv backward weight");
+          break;
+      }
+    });
   }
   const mlu::OpRecord& rec = s.h->ops().back();
   report(state, m, rec, dtype);
+  {
+    const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
+    const double compute_s = static_cast<double>(rec.macs) / sim::tfu_peak_macs_per_s(cfg, dtype);
+    const double memory_s = static_cast<double>(rec.bytes) / (cfg.dram_bandwidth_gbps * 1e9);
+    state.counters["compute_bound"] = compute_s > memory_s ? 1 : 0;
+  }
   state.counters["kernels"] = static_cast<double>(rec.kernels);
   state.counters["split_us"] = m.split_ps / 1e6;
   t.macs += count * static_cast<double>(rec.macs);
@@ -230,6 +271,38 @@ void BM_ResNet50Conv(benchmark::State& state) {
 }
 BENCHMARK(BM_ResNet50Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {1, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+void BM_ResNet50ConvCL(benchmark::State& state) {
+  Totals ignored;
+  run_conv_layer(state, kResNet50[state.range(0)], state.range(1), DType::kFloat16, ignored, 1, true);
+}
+BENCHMARK(BM_ResNet50ConvCL)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {1, 8}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+void BM_ResNet50ConvBwdData(benchmark::State& state) {
+  Totals ignored;
+  run_conv_layer(state, kResNet50[state.range(0)], 8, DType::kFloat16, ignored, 1, state.range(1) == 1,
+                 ConvOp::kBackwardData);
+}
+BENCHMARK(BM_ResNet50ConvBwdData)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+void BM_ResNet50ConvBwdWeight(benchmark::State& state) {
+  Totals ignored;
+  run_conv_layer(state, kResNet50[state.range(0)], 8, DType::kFloat16, ignored, 1, state.range(1) == 1,
+                 ConvOp::kBackwardWeight);
+}
+BENCHMARK(BM_ResNet50ConvBwdWeight)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kResNet50) - 1, 1), {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();

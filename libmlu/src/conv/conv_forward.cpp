@@ -14,6 +14,7 @@
 #include "conv/deinterleave.h"
 #include "conv/depthwise.h"
 #include "conv/conv_plan.h"
+#include "conv/direct_conv.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
 #include "gemm/device_model.h"
@@ -31,6 +32,9 @@ struct Setup {
   conv::ConvShape s;
   conv::View4 xv, wv, yv;
   bool depthwise = false;
+  bool direct = false;  // the direct NHWC kernel (direct_conv.h) runs it
+  conv::DirectConv dc;
+  conv::DirectPlan dplan;
   bool split_x = false, subsample = false, pack_x = false, pack_w = false, temp_y = false;
   conv::WorkspaceLayout ws;
   std::size_t x_at = 0, w_at = 0, y_at = 0, splitk_at = 0;
@@ -56,6 +60,31 @@ conv::ColumnsGeometry forward_columns(const conv::ConvShape& s, const conv::View
   return g;
 }
 
+// The direct kernel's description of the convolution (addresses filled in by forward()).
+conv::DirectConv direct_conv(const conv::ConvShape& s, const conv::View4& x, const conv::View4& w,
+                             const conv::View4& y, const TensorDesc* bias, const conv::OutputStage& stage) {
+  conv::DirectConv d;
+  d.dtype = s.dtype;
+  d.n = s.n, d.h = s.h, d.w = s.w, d.c = s.c, d.oc = s.oc, d.kh = s.kh, d.kw = s.kw, d.oh = s.oh, d.ow = s.ow;
+  d.stride_h = static_cast<std::size_t>(s.p.stride_h), d.stride_w = static_cast<std::size_t>(s.p.stride_w);
+  d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
+  d.pad_h = s.p.pad_h, d.pad_w = s.p.pad_w;
+  d.xs_n = x.strides[0], d.xs_h = x.strides[2], d.xs_w = x.strides[3];
+  d.ws_o = w.strides[0];
+  d.ws_t = s.kw > 1 ? w.strides[3] : w.strides[2];
+  gemm::OutputSpec& o = d.out;
+  o.dtype = s.dtype;
+  o.batch = BatchIndexer{{static_cast<std::int64_t>(s.n)}, {y.strides[0]}};
+  o.row_stride = s.ow > 1 ? y.strides[3] : y.strides[2];  // one output pixel per GEMM row
+  o.col_stride = s.oc > 1 ? y.strides[1] : 1;
+  o.act = stage.act;
+  if (bias) {
+    o.bias = true;
+    o.bias_stride = bias->stride(0);
+  }
+  return d;
+}
+
 Status setup(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x, const TensorDesc& w,
              const TensorDesc* bias, const conv::OutputStage& stage, const TensorDesc& y, std::size_t workspace_limit,
              Setup* st) {
@@ -73,6 +102,13 @@ Status setup(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x
   const std::size_t es = sim::dtype_size(s.dtype);
   st->depthwise = s.depthwise();
   if (st->depthwise) return Status::kSuccess;
+  // Channels-innermost operands: the direct kernel on NHWC tiles (no workspace, no repacking).
+  if (conv::direct_forward_applies(*h, s, st->xv, st->wv, st->yv, stage)) {
+    st->dc = direct_conv(s, st->xv, st->wv, st->yv, bias, stage);
+    st->dplan = conv::plan_direct(*h, st->dc);
+    st->direct = st->dplan.rh > 0;
+    if (st->direct) return Status::kSuccess;
+  }
   // Rearranged copies where the layout does not suit the kernels: pixels must run contiguously
   // along x (a row per DMA segment), weights must be dense per output channel.
   // Strided along x: the input split by column phase, so the gather reads runs, not elements;
@@ -155,6 +191,15 @@ Status forward(Handle* h, const char* op, const ConvParams& p, const TensorDesc&
     return Status::kSuccess;
   }
   const auto addr = [](const void* ptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)); };
+  if (st.direct) {
+    conv::DirectConv dc = st.dc;
+    dc.x_base = addr(x_ptr), dc.w_base = addr(w_ptr), dc.out.base = addr(y_ptr);
+    if (bias) dc.out.bias_base = addr(bias_ptr);
+    std::uint32_t kernels = 0;
+    MLU_RETURN_IF_ERROR(conv::launch_direct(*h, op, dc, st.dplan, &kernels));
+    result->kernels = kernels;
+    return Status::kSuccess;
+  }
   if (st.depthwise) {
     std::uint32_t kernels = 0;
     MLU_RETURN_IF_ERROR(conv::depthwise_forward(*h, s, st.xv, addr(x_ptr), st.wv, addr(w_ptr),

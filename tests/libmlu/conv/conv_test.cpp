@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/mlu_test.h"
+#include "conv/direct_conv.h"
 
 namespace mlusim::mlu::testing {
 namespace {
@@ -240,6 +241,74 @@ TEST_F(ConvTest, ForwardStridedWideRows) {
                 true, 3e-3);
   forward<half>({2, 5, 5, 133, 4, 3, 3, params(0, 1, 2, 3, 1, 1, 1)}, Format::kNhwc, Format::kNhwc, Format::kNchw,
                 false, 3e-3);
+}
+
+// Channels-innermost operands run the direct kernel (conv/direct_conv.h): the TFU's conv2d
+// intrinsic on NHWC tiles. Odd sizes, strides 1-3, padding, dilation, 1x1 / 3x3 / 7x7, fp32/fp16.
+TEST_F(ConvTest, DirectForwardChannelsLast) {
+  for (std::size_t i : {0, 1, 3, 4, 5})
+    forward<float>(kCases[i], Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, i % 2 == 0, 1e-4);
+  forward<half>(kCases[0], Format::kNhwc, Format::kNhwc, Format::kNhwc, true, 3e-3);
+  forward<half>(kCases[3], Format::kChannelsLast, Format::kChannelsLast, Format::kNhwc, false, 3e-3);
+  forward<half>(kCases[5], Format::kChannelsLast, Format::kNhwc, Format::kChannelsLast, true, 3e-3);
+}
+
+// The direct kernel's description of a channels_last convolution, as conv_forward.cpp builds it.
+conv::DirectConv direct_of(const Case& k, DType dt) {
+  conv::DirectConv d;
+  d.dtype = dt;
+  d.n = k.n, d.c = k.c, d.h = k.h, d.w = k.w, d.oc = k.oc, d.kh = k.kh, d.kw = k.kw;
+  d.oh = out_dim(k.h, k.kh, k.p.pad_h, k.p.stride_h, k.p.dilation_h);
+  d.ow = out_dim(k.w, k.kw, k.p.pad_w, k.p.stride_w, k.p.dilation_w);
+  d.stride_h = k.p.stride_h, d.stride_w = k.p.stride_w, d.dil_h = k.p.dilation_h, d.dil_w = k.p.dilation_w;
+  d.pad_h = k.p.pad_h, d.pad_w = k.p.pad_w;
+  d.xs_n = k.h * k.w * k.c, d.xs_h = k.w * k.c, d.xs_w = k.c;
+  d.ws_o = k.kh * k.kw * k.c, d.ws_t = k.c;
+  return d;
+}
+
+// On the tiny preset (64 KiB NRAM and WRAM) a 64-channel 3x3 convolution needs every level of the
+// tiling: several input-channel chunks (SRAM staging one chunk ahead), output-channel chunks,
+// bands of rows with padding rows at both ends, and more jobs than clusters.
+TEST_F(ConvTest, DirectForwardChunked) {
+  const Case k{2, 512, 6, 5, 28, 3, 3, params(1, 2, 1, 1, 1, 1, 1)};
+  conv::DirectConv d = direct_of(k, DType::kFloat32);
+  d.out.bias = true;
+  const conv::DirectPlan plan = conv::plan_direct(h(), d);
+  ASSERT_GT(plan.rh, 0u);
+  EXPECT_GT(plan.qc, 2u) << plan.str();
+  EXPECT_GT(plan.tb, 1u) << plan.str();
+  EXPECT_GT(plan.jobs, plan.clusters) << plan.str();
+  forward<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, true, 1e-4);
+  forward<half>(k, Format::kNhwc, Format::kNhwc, Format::kNhwc, false, 3e-3);
+  forward<float>({3, 64, 11, 9, 40, 3, 3, params(1, 2, 1, 1, 1, 1, 1)}, Format::kChannelsLast, Format::kChannelsLast,
+                 Format::kChannelsLast, true, 1e-4);
+}
+
+// TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
+// tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
+// ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels.
+TEST_F(ConvTest, DirectForwardTfuCycles) {
+  const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  const conv::DirectConv d = direct_of(k, DType::kFloat32);
+  const conv::DirectPlan plan = conv::plan_direct(h(), d);
+  ASSERT_GT(plan.rh, 0u);
+  const std::uint64_t r = 4, c = 4;  // tiny: fp32 array 4 x 4
+  std::uint64_t want = 0, intrinsics = 0;
+  for (std::size_t co0 = 0; co0 < d.oc; co0 += plan.nco)
+    for (std::size_t n = 0; n < d.n; ++n)
+      for (std::size_t y0 = 0; y0 < d.oh; y0 += plan.rh) {
+        const std::uint64_t m = std::min(plan.rh, d.oh - y0) * d.ow, nn = std::min(plan.nco, d.oc - co0);
+        const std::uint64_t kk = d.kh * d.kw * plan.cc;
+        want += plan.qc * (((m + r - 1) / r) * ((nn + c - 1) / c) * (kk + r + c - 2) - 1);
+        intrinsics += plan.qc;
+      }
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+  forward<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, false, 1e-4);
+  mlusimDeviceStats_t st{};
+  ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+  EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
+  EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
 }
 
 TEST_F(ConvTest, ForwardDepthwise) {

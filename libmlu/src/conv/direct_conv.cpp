@@ -1,0 +1,404 @@
+#include "conv/direct_conv.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "common/activation.h"
+#include "common/error.h"
+#include "common/launch.h"
+#include "gemm/device_model.h"
+#include "gemm/epilogue.h"
+#include "mlusim/sim/kernel_api.h"
+
+namespace mlusim::mlu::conv {
+
+using namespace mlusim::dev;
+using gemm::Span;
+using gemm::split_units;
+
+namespace {
+
+std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// What planner and kernel derive alike from the convolution.
+struct Geometry {
+  std::size_t taps = 1;
+  std::size_t wp = 0;     // input tile width: (OW - 1) * stride + dilated kernel width
+  std::size_t count = 0;  // input columns copied into a tile row, from tile column pad_w on
+  std::size_t es = 4;
+  explicit Geometry(const DirectConv& c) {
+    taps = c.kh * c.kw;
+    wp = (c.ow - 1) * c.stride_w + c.dil_w * (c.kw - 1) + 1;
+    const std::int64_t room = i64(wp) - c.pad_w;
+    count = room > 0 ? std::min<std::size_t>(c.w, static_cast<std::size_t>(room)) : 0;
+    es = sim::dtype_size(c.dtype);
+  }
+  std::size_t in_h(const DirectConv& c, std::size_t rows) const {
+    return (rows - 1) * c.stride_h + c.dil_h * (c.kh - 1) + 1;
+  }
+};
+
+// Whether intrinsics write the output dtype directly (fp16 out of a single Cin chunk with nothing
+// to add: the TFU rounds its fp32 sums once) instead of an fp32 tile the epilogue finishes.
+bool direct_out(const DirectConv& c, std::size_t qc) {
+  return (c.dtype == sim::DType::kFloat32 || qc == 1) && !c.out.bias && c.out.act == Activation::kNone &&
+         c.out.alpha == 1.0f;
+}
+
+// NRAM bytes of one compute core's buffers. WRAM holds all of a chunk's weights (one slot per Cin
+// chunk, loaded during the core's first tile) when they fit, else two slots reloaded every step.
+struct CoreBuffers {
+  std::size_t xslot = 0, wslot = 0, wslots = 1, acc = 0, out_stage = 0, bias_raw = 0, bias32 = 0, act_tmp = 0;
+  bool resident = true;
+  std::size_t nram() const { return 2 * xslot + 2 * acc + out_stage + bias_raw + bias32 + act_tmp; }
+  std::size_t wram() const { return wslots * wslot; }
+};
+CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t nco, std::size_t cc,
+                         std::size_t wram_bytes) {
+  CoreBuffers b;
+  const std::size_t m = rh * c.ow, qc = c.c / cc;
+  const bool fp32_acc = c.dtype == sim::DType::kFloat32 || !direct_out(c, qc);
+  b.xslot = up128(g.in_h(c, rh) * g.wp * cc * g.es);
+  b.wslot = up128(nco * g.taps * cc * g.es);
+  b.resident = qc * b.wslot <= wram_bytes;
+  b.wslots = b.resident ? qc : 2;
+  b.acc = up128(m * nco * (fp32_acc ? 4 : g.es));
+  if (!direct_out(c, qc) && c.dtype != sim::DType::kFloat32) b.out_stage = up128(m * nco * g.es);
+  if (c.out.bias) b.bias_raw = up128(nco * g.es), b.bias32 = up128(m * nco * 4);
+  if (activation_needs_temp(c.out.act)) b.act_tmp = up128(m * nco * 4);
+  return b;
+}
+
+std::size_t sram_bytes(const DirectConv& c, const Geometry& g, std::size_t nco) {
+  return up128(nco * g.taps * c.c * g.es);
+}
+
+// ---- the kernel ----
+
+class DirectRun {
+ public:
+  DirectRun(const DirectConv& c, const DirectPlan& p) : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)) {}
+
+  void run() {
+    const std::size_t cluster = task_id() / core_dim();
+    wsram_ = alloc(Space::kSram, sram_bytes(c_, g_, p_.nco));  // same offset on every participant
+    for (std::size_t k = cluster; k < p_.jobs; k += p_.clusters) jobs_.push_back(k);
+    if (is_memory_core())
+      run_memory_core();
+    else
+      run_compute_core();
+  }
+
+ private:
+  struct Job {
+    std::size_t co0 = 0, nco = 0;  // output channels
+    Span tiles;                    // the job's pixel tiles
+  };
+  Job job(std::size_t k) const {
+    Job j;
+    j.co0 = (k / p_.gp) * p_.nco;
+    j.nco = std::min(p_.nco, c_.oc - j.co0);
+    j.tiles = split_units(c_.n * p_.tb, p_.gp, 1, k % p_.gp);
+    return j;
+  }
+  std::size_t chunk_bytes(const Job& j) const { return j.nco * g_.taps * p_.cc * g_.es; }
+
+  // Memory core: Cin chunk `ci` of the job's weights into SRAM as a dense [nco, KH, KW, cc] block.
+  void stage_chunk(const Job& j, std::size_t ci) const {
+    const Addr dst = wsram_.offset(i64(ci * chunk_bytes(j)));
+    const Addr src{Space::kGdram,
+                   c_.w_base + static_cast<std::uint64_t>((i64(j.co0) * c_.ws_o + i64(ci * p_.cc)) * i64(g_.es))};
+    const std::size_t run = p_.cc * g_.es;
+    CopyShape s;
+    if (c_.ws_t == i64(p_.cc) && c_.ws_o == i64(g_.taps * p_.cc))
+      s = CopyShape{j.nco * g_.taps * run};
+    else if (c_.ws_t == i64(p_.cc))
+      s = CopyShape{g_.taps * run, j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
+    else
+      s = CopyShape{run, g_.taps, i64(run), c_.ws_t * i64(g_.es), j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
+    memcpy_strided_async(dst, src, s, Dir::kGdram2Sram);
+  }
+
+  // Per job: chunk ci staged, then the barrier the cores pass before they first copy it (chunk 0
+  // before their first intrinsic, chunk ci >= 1 just before the intrinsic preceding the first step
+  // on it); a last barrier once every core is done reading the job's SRAM.
+  void run_memory_core() {
+    for (std::size_t k : jobs_) {
+      const Job j = job(k);
+      for (std::size_t ci = 0; ci < p_.qc; ++ci) {
+        stage_chunk(j, ci);
+        sync_io();
+        sync_cluster();
+      }
+      sync_cluster();
+    }
+  }
+
+  // Tile t of the output: image, first output row, rows.
+  struct Tile {
+    std::size_t n = 0, oy0 = 0, rows = 0;
+  };
+  Tile tile(std::size_t t) const {
+    Tile r;
+    r.n = t / p_.tb;
+    r.oy0 = (t % p_.tb) * p_.rh;
+    r.rows = std::min(p_.rh, c_.oh - r.oy0);
+    return r;
+  }
+
+  // Cin chunk `ci` of the job's weights from SRAM into a WRAM slot.
+  void load_w(const Job& j, std::size_t ci, Addr slot) const {
+    memcpy_async(slot, wsram_.offset(i64(ci * chunk_bytes(j))), chunk_bytes(j), Dir::kSram2Wram);
+  }
+
+  // Input tile of (tile t, Cin chunk ci) into an NRAM slot: [in_h, Wp, cc], zero rows outside the image.
+  void load_x(const Tile& t, std::size_t ci, Addr slot) const {
+    const std::size_t in_h = g_.in_h(c_, t.rows);
+    const std::size_t row_bytes = g_.wp * p_.cc * g_.es;
+    const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;
+    const std::int64_t lo = std::clamp<std::int64_t>(-iy0, 0, i64(in_h));
+    const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(in_h));
+    if (lo > 0) vec_fill(c_.dtype, slot, 0.0, static_cast<std::size_t>(lo) * g_.wp * p_.cc);
+    if (hi < i64(in_h))
+      vec_fill(c_.dtype, slot.offset(hi * i64(row_bytes)), 0.0, static_cast<std::size_t>(i64(in_h) - hi) * g_.wp * p_.cc);
+    if (hi == lo || g_.count == 0) return;
+    const std::size_t rows = static_cast<std::size_t>(hi - lo);
+    const Addr dst = slot.offset(lo * i64(row_bytes) + c_.pad_w * i64(p_.cc * g_.es));
+    const std::int64_t src_el = i64(t.n) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(ci * p_.cc);
+    const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
+    const std::size_t run = p_.cc * g_.es;
+    CopyShape s;
+    if (c_.xs_w == i64(p_.cc) || g_.count == 1)
+      s = CopyShape{g_.count * run, rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
+    else
+      s = CopyShape{run, g_.count, i64(run), c_.xs_w * i64(g_.es), rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
+    memcpy_strided_async(dst, src, s, Dir::kGdram2Nram);
+  }
+
+  // A tile's [rows x OW, nco] result, already in the output dtype, to y (asynchronous).
+  void store(Addr src, const Tile& t, const Job& j) const {
+    const gemm::OutputSpec& o = c_.out;
+    const std::size_t nr = t.rows * c_.ow;
+    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0 * c_.ow) * o.row_stride + i64(j.co0) * o.col_stride;
+    const Addr dst{Space::kGdram, o.base + static_cast<std::uint64_t>(off * i64(g_.es))};
+    const std::size_t run = j.nco * g_.es;
+    const CopyShape s = o.row_stride == i64(j.nco) || nr == 1 ? CopyShape{nr * run}
+                                                              : CopyShape{run, nr, o.row_stride * i64(g_.es), i64(run)};
+    memcpy_strided_async(dst, src, s, Dir::kNram2Gdram);
+  }
+
+  void run_compute_core() {
+    buf_ = core_buffers(c_, g_, p_.rh, p_.nco, p_.cc, capacity(Space::kWram));
+    for (Addr& a : x_) a = alloc(Space::kNram, buf_.xslot);
+    for (Addr& a : acc_) a = alloc(Space::kNram, buf_.acc);
+    for (std::size_t i = 0; i < buf_.wslots; ++i) w_.push_back(alloc(Space::kWram, buf_.wslot));
+    if (buf_.out_stage) epi_.out_stage = alloc(Space::kNram, buf_.out_stage);
+    if (buf_.bias_raw) epi_.bias_raw = alloc(Space::kNram, buf_.bias_raw);
+    if (buf_.bias32) epi_.bias32 = alloc(Space::kNram, buf_.bias32);
+    if (buf_.act_tmp) epi_.act_tmp = alloc(Space::kNram, buf_.act_tmp);
+    // The padding columns are never written by a load: zero them (whole slots) once.
+    for (Addr a : x_) vec_fill(c_.dtype, a, 0.0, buf_.xslot / g_.es);
+    const DType acc_t = direct_ ? c_.dtype : DType::kFloat32;
+    for (std::size_t k : jobs_) {
+      const Job j = job(k);
+      const Span mine = split_units(j.tiles.size, core_dim(), 1, core_id());
+      const std::vector<Step> steps = order_steps(mine.size);
+      const std::size_t t0 = j.tiles.begin + mine.begin;
+      auto wslot = [&](std::size_t ci, std::size_t s) { return w_[buf_.resident ? ci : s % 2]; };
+      if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
+      if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages chunk 0
+      sync_cluster();                                  // chunk 0 is in SRAM
+      std::size_t staged = 1;                          // chunks known to be in SRAM
+      std::vector<bool> in_wram(p_.qc, false);
+      if (!steps.empty()) {
+        load_w(j, 0, wslot(0, 0));
+        in_wram[0] = true;
+        sync_io();
+      }
+      for (std::size_t s = 0; s < steps.size(); ++s) {
+        const Step& st = steps[s];
+        const Tile t = tile(t0 + st.tile);
+        if (s + 1 < steps.size()) {
+          const Step& nx = steps[s + 1];
+          load_x(tile(t0 + nx.tile), nx.chunk, x_[(s + 1) % 2]);
+          if (!buf_.resident || !in_wram[nx.chunk]) {
+            for (; staged <= nx.chunk; ++staged) sync_cluster();  // chunk nx.chunk is in SRAM
+            if (!buf_.resident || !in_wram[nx.chunk]) load_w(j, nx.chunk, wslot(nx.chunk, s + 1));
+            in_wram[nx.chunk] = true;
+          }
+        }
+        dev::ConvParams prm;
+        prm.in_h = g_.in_h(c_, t.rows), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = j.nco;
+        prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
+        prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
+        const Addr acc = acc_[st.tile % 2];
+        conv2d(c_.dtype, acc_t, acc, x_[s % 2], wslot(st.chunk, s), prm, st.chunk > 0);
+        sync_io();
+        if (st.chunk + 1 < p_.qc) continue;
+        if (direct_)
+          store(acc, t, j);
+        else
+          gemm::finish_block(c_.out, acc, t.n, t.oy0 * c_.ow, t.rows * c_.ow, j.co0, j.nco, epi_);
+      }
+      for (; staged < p_.qc; ++staged) sync_cluster();
+      sync_io();
+      sync_cluster();  // done with the job's SRAM
+    }
+  }
+
+  // The order of a core's (tile, Cin chunk) steps: tile by tile, except that the first two tiles
+  // go chunk by chunk (0, 1 on chunk 0, then on chunk 1, ...): the copy of chunk c + 1 then waits
+  // for its staging only after the intrinsic that follows it was issued. The two accumulators
+  // (acc[tile % 2]) hold both tiles.
+  struct Step {
+    std::size_t tile = 0, chunk = 0;
+  };
+  std::vector<Step> order_steps(std::size_t tiles) const {
+    std::vector<Step> v;
+    const std::size_t paired = tiles >= 2 && p_.qc > 1 ? 2 : 0;
+    for (std::size_t ci = 0; ci < p_.qc && paired; ++ci)
+      for (std::size_t ti = 0; ti < paired; ++ti) v.push_back({ti, ci});
+    for (std::size_t ti = paired; ti < tiles; ++ti)
+      for (std::size_t ci = 0; ci < p_.qc; ++ci) v.push_back({ti, ci});
+    return v;
+  }
+
+  const DirectConv& c_;
+  const DirectPlan& p_;
+  const Geometry g_;
+  CoreBuffers buf_;
+  const bool direct_;
+  std::vector<std::size_t> jobs_;
+  Addr wsram_, x_[2], acc_[2];
+  std::vector<Addr> w_;
+  gemm::EpilogueBuffers epi_;
+};
+
+}  // namespace
+
+std::string DirectPlan::str() const {
+  return "direct rh=" + std::to_string(rh) + " nco=" + std::to_string(nco) + " cc=" + std::to_string(cc) +
+         " gp=" + std::to_string(gp) + " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
+         " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
+         " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
+}
+
+bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& w, const View4& y,
+                            const OutputStage& stage) {
+  if (s.groups != 1 || stage.affine.enabled || s.c == 0 || s.oc == 0) return false;
+  if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
+  const bool x_nhwc = x.strides[1] == 1 || s.c == 1;
+  const bool w_ohwi = (w.strides[1] == 1 || s.c == 1) && (s.kh == 1 || s.kw == 1 || w.strides[2] == i64(s.kw) * w.strides[3]);
+  const bool y_nhwc = (y.strides[1] == 1 || s.oc == 1) && (s.oh == 1 || s.ow == 1 || y.strides[2] == i64(s.ow) * y.strides[3]);
+  return x_nhwc && w_ohwi && y_nhwc;
+}
+
+DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
+  const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
+  DirectPlan best;
+  if (!d.on_tfu() || c.n * c.oh * c.ow * c.oc * c.c == 0) return best;
+  const Geometry g(c);
+  const std::size_t cores = d.cores_per_cluster, clusters = d.clusters, all_cores = cores * clusters;
+  const double w_bytes = static_cast<double>(c.oc * g.taps * c.c * g.es);
+  const double y_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc * g.es);
+  const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
+  // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC.
+  std::vector<std::size_t> ncos;
+  for (std::size_t k = 1;; ++k) {
+    const std::size_t v = std::min(c.oc, k * d.tfu_cols);
+    ncos.push_back(v);
+    if (v == c.oc || ncos.size() >= 64) break;
+  }
+  std::vector<std::size_t> ccs;
+  for (std::size_t v = c.c; v >= 1; --v)
+    if (c.c % v == 0 && c.c / v <= 64) ccs.push_back(v);
+  const double io_rate = d.io_dma_bpc, dram = d.dram_bpc;
+  for (std::size_t nco : ncos) {
+    const std::size_t q = ceil_div(c.oc, nco);
+    if (sram_bytes(c, g, nco) > d.sram_bytes) continue;
+    for (std::size_t cc : ccs) {
+      const std::size_t qc = c.c / cc;
+      const CoreBuffers b1 = core_buffers(c, g, 1, nco, cc, d.wram_bytes);
+      if (b1.wram() > d.wram_bytes) continue;
+      const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
+      // SRAM -> WRAM copy of a weight chunk, the cluster's cores sharing the SRAM port.
+      const double w_copy = d.move_latency_cycles + std::max(chunk / d.move_dma_bpc, chunk * cores / d.sram_bpc);
+      const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
+      const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
+      const bool direct = direct_out(c, qc);
+      for (std::size_t rh = 1; rh <= c.oh; ++rh) {
+        const CoreBuffers b = core_buffers(c, g, rh, nco, cc, d.wram_bytes);
+        if (b.nram() > d.nram_bytes) break;
+        const std::size_t tb = ceil_div(c.oh, rh), tiles = c.n * tb;
+        // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load.
+        auto x_dma = [&](std::size_t rows) {
+          const double segs = static_cast<double>(g.in_h(c, rows)) * (seg == g.count * cc * g.es ? 1 : g.count);
+          const double bytes = static_cast<double>(g.in_h(c, rows) * g.count * cc * g.es);
+          return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores / dram);
+        };
+        // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
+        // with the TFU; its store overlaps the next tile.
+        auto epilogue = [&](std::size_t rows) {
+          if (direct) return 0.0;
+          const double n = static_cast<double>(rows * c.ow * nco);
+          const int passes = (c.out.bias ? 1 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
+          return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
+        };
+        auto store = [&](std::size_t rows) {
+          const double bytes = static_cast<double>(rows * c.ow * nco * g.es);
+          return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
+        };
+        auto tile_cycles = [&](std::size_t rows) {
+          const double tfu = static_cast<double>(d.matmul_cycles(rows * c.ow, g.taps * cc, nco));
+          const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
+          return static_cast<double>(qc) * step + epilogue(rows);
+        };
+        const std::size_t last = c.oh - (tb - 1) * rh;
+        const double full = tile_cycles(rh), part = tile_cycles(last);
+        for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
+          const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
+          // The busiest core: its share of a job's tiles, counting a short last band if it gets one.
+          const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
+          const double busy = static_cast<double>(per_core) * full;
+          // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
+          // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
+          const double stage = d.io_latency_cycles + std::max(chunk / d.memcore_dma_bpc, chunk * used / dram);
+          const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
+          const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
+          const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
+          const double dram_bytes =
+              static_cast<double>(gp) * w_bytes + static_cast<double>(q) * x_bytes * std::max(1.0, halo) + y_bytes;
+          const double est = std::max(compute, dram_bytes / dram);
+          (void)part;
+          if (best.rh == 0 || est < best.est_cycles * 0.999 ||
+              (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
+            best.rh = rh, best.nco = nco, best.cc = cc, best.gp = gp;
+            best.q = q, best.qc = qc, best.tb = tb, best.jobs = jobs, best.clusters = used;
+            best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv, const DirectPlan& plan,
+                     std::uint32_t* kernels) {
+  *kernels = 0;
+  MLU_CHECK(plan.rh > 0, Status::kNotSupported, name + ": no direct-convolution tiling fits this device");
+  auto job = std::make_shared<const DirectConv>(conv);
+  auto pl = std::make_shared<const DirectPlan>(plan);
+  const unsigned cpc = h.cores_per_cluster();
+  MLU_RETURN_IF_ERROR(launch(
+      h, name,
+      [job, pl] { DirectRun(*job, *pl).run(); },
+      cnrtDim3_t{static_cast<unsigned>(plan.clusters) * cpc, 1, 1}, cnrtFuncTypeUnion1));
+  *kernels = 1;
+  return Status::kSuccess;
+}
+
+}  // namespace mlusim::mlu::conv
