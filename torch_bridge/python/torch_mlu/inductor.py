@@ -169,6 +169,54 @@ def _keep_whole_on_device():
             make_fallback(op, warn=False, override_decomp=True)
 
 
+def _no_layout_opt_on_device():
+    """Inductor's layout optimization turns convolution operands channels_last (a cuDNN/oneDNN
+    win). On mlu it is off: libmlu's convolution takes NCHW directly and would pay layout-move
+    kernels, and the device returns channels_last outputs for channels_last operands where
+    FakeTensor's model of a PrivateUse1 ("Overrideable") convolution says contiguous, so the
+    compiled graph's stride checks would fail."""
+    from torch._inductor.graph import GraphLowering  # noqa: PLC0415
+
+    original = GraphLowering.decide_layout_opt
+    if getattr(original, "_mlu_aware", False):
+        return
+
+    def decide_layout_opt(gm, *, is_inference):
+        for node in gm.graph.nodes:
+            val = node.meta.get("val")
+            if isinstance(val, torch.Tensor) and val.device.type == "mlu":
+                return False
+        return original(gm, is_inference=is_inference)
+
+    decide_layout_opt._mlu_aware = True
+    GraphLowering.decide_layout_opt = staticmethod(decide_layout_opt)
+
+
+def _device_seeds():
+    """Inductor's random ops read per-graph seeds from inductor_seeds(), an int64 randint over the
+    full 64-bit range. The device computes integers in int32 (no such range), and its kernels draw
+    from the device generator anyway (inductor_kernel.py: rand/randn), so on mlu the seeds are a
+    zero-filled buffer Inductor can index; elsewhere the lowering is unchanged."""
+    from torch._inductor import inductor_prims, lowering  # noqa: PLC0415
+    from torch._inductor.utils import decode_device  # noqa: PLC0415
+
+    original = lowering.lowerings[inductor_prims.seeds]
+    if getattr(original, "_mlu_aware", False):
+        return
+
+    def seeds(count, device):
+        if decode_device(device).type == "mlu":
+            buffer = lowering.full([count], 0, dtype=torch.int64, device=decode_device(device))
+            buffer.realize()  # a named buffer: inductor_lookup_seed loads from it by name
+            return buffer
+        return original(count, device)
+
+    seeds._mlu_aware = True
+    for key, fn in list(lowering.lowerings.items()):
+        if fn is original:
+            lowering.lowerings[key] = seeds
+
+
 def register():
     """Registers "mlu" with Dynamo's device interfaces and Inductor's codegen (idempotent)."""
     global _registered
@@ -188,6 +236,8 @@ def register():
         register_interface_for_device(f"mlu:{i}", _interface())
     register_device_op_overrides("mlu", _op_overrides())
     _keep_whole_on_device()
+    _no_layout_opt_on_device()
+    _device_seeds()
     register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen,
                                 device_custom_pass=_codegen_version_pass())
     _registered = True

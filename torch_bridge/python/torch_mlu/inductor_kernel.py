@@ -97,6 +97,8 @@ class _Value:
         self.uid = next(self._ids)
 
     def operands(self):
+        if self.kind == "random":  # the offset only numbers elements for Philox: not computed here
+            return [a for a in self.args[1:] if isinstance(a, _Value)]
         return [a for a in self.args if isinstance(a, _Value)]
 
 
@@ -136,6 +138,9 @@ class _Recorder(DefaultHandler):
 
     def _default(self, name, args, kwargs):
         if name in PROGRAM_OPS or name in _EAGER_OPS:
+            folded = _fold(name, args)
+            if folded is not None:
+                return self.k.value("const", args=(folded,))
             return self.k.value("op", name, args)
         raise Unsupported(f"torch.compile on mlu: the Inductor op '{name}' has no device lowering yet")
 
@@ -182,9 +187,22 @@ class _Recorder(DefaultHandler):
     def device_assert_async(self, cond, msg):
         return None
 
+    # Random numbers: Inductor draws them per element from a seed buffer and the element's offset
+    # (Philox in Triton). The device draws them from its own generator (libmlu's random kernels)
+    # over the iteration space instead: the same distribution, independent per element, one
+    # kernel, but not the bits Triton's Philox would give (as CUDA's eager and compiled dropout
+    # masks differ too).
     def load_seed(self, name, offset):
-        raise Unsupported("torch.compile on mlu: Inductor's in-kernel random numbers (set "
-                          "torch._inductor.config.fallback_random = True to use the device's generator)")
+        return self.k.value("seed", name, (offset,))
+
+    def rand(self, seed, offset):
+        return _Value("random", "rand", (offset,))
+
+    def randn(self, seed, offset):
+        return _Value("random", "randn", (offset,))
+
+    def randint64(self, seed, offset, low, high):
+        return _Value("random", "randint64", (offset, low, high))
 
     def partial_accumulate(self, name, reduction_type, value, extra_meta=None):
         raise Unsupported("torch.compile on mlu: partial_accumulate")
@@ -346,6 +364,16 @@ class _Emitter:
         elif v.kind == "item":
             self.value(v.args[0])
             text = f"{self.names[v.args[0].uid]}[{v.extra}]"
+        elif v.kind == "random":
+            text = self.tmp()
+            dev = f"device={self.device_arg()}.device"
+            if v.op == "rand":
+                self.emit(f"{text} = torch.rand({self.shape()}, {dev})")
+            elif v.op == "randn":
+                self.emit(f"{text} = torch.randn({self.shape()}, {dev})")
+            else:
+                low, high = (self.value(a) if isinstance(a, _Value) else _literal(a) for a in v.args[1:])
+                self.emit(f"{text} = torch.randint(int({low}), int({high}), {self.shape()}, {dev})")
         elif v.kind == "bitcast":
             text = self.tmp()
             self.emit(f"{text} = {self.value(v.args[0])}.view({v.dtype})")
@@ -610,6 +638,38 @@ class _Emitter:
             head.append(f"    _dev = {tensor_params[0]}")
         body = self.lines[:body_start] + self.lines[body_start:]
         return "\n".join(head + ["    " + line for line in body] + ["    return None"]) + "\n"
+
+
+_FOLD = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "truediv": lambda a, b: a / b, "neg": lambda a: -a, "maximum": max, "minimum": min,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "and_": lambda a, b: bool(a and b), "or_": lambda a, b: bool(a or b),
+    "logical_and": lambda a, b: bool(a and b), "logical_or": lambda a, b: bool(a or b),
+    "logical_not": lambda a: not a, "where": lambda c, a, b: a if c else b,
+}
+
+
+def _fold(name, args):
+    """The value of op `name` when every operand is a constant (Inductor's bodies compare loop
+    constants, e.g. max_pool's window offsets), else None. Python semantics, as the program's."""
+    if name not in _FOLD:
+        return None
+    vals = []
+    for a in args:
+        if isinstance(a, _Value):
+            if a.kind != "const":
+                return None
+            vals.append(a.args[0])
+        elif isinstance(a, (bool, int, float)):
+            vals.append(a)
+        else:
+            return None
+    try:
+        return _FOLD[name](*vals)
+    except (ArithmeticError, TypeError):
+        return None
 
 
 def _const_eval(v):
