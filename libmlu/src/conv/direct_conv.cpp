@@ -1,6 +1,7 @@
 #include "conv/direct_conv.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -39,6 +40,15 @@ struct Geometry {
   std::size_t in_h(const DirectConv& c, std::size_t rows) const {
     return (rows - 1) * c.stride_h + c.dil_h * (c.kh - 1) + 1;
   }
+  // A tile of `ni` > 1 whole images (stride 1 only) stacks their padded inputs, in_h(OH) rows
+  // each: the intrinsic's output rows between two images (dilated kernel height - 1 of them) are
+  // computed and dropped.
+  std::size_t tile_in_rows(const DirectConv& c, std::size_t rows, std::size_t ni) const {
+    return ni == 1 ? in_h(c, rows) : ni * in_h(c, c.oh);
+  }
+  std::size_t tile_out_rows(const DirectConv& c, std::size_t rows, std::size_t ni) const {
+    return ni == 1 ? rows : ni * in_h(c, c.oh) - c.dil_h * (c.kh - 1);
+  }
 };
 
 // Whether intrinsics write the output dtype directly (fp16 out of a single Cin chunk with nothing
@@ -56,12 +66,12 @@ struct CoreBuffers {
   std::size_t nram() const { return 2 * xslot + 2 * acc + out_stage + bias_raw + bias32 + act_tmp; }
   std::size_t wram() const { return wslots * wslot; }
 };
-CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t nco, std::size_t cc,
-                         std::size_t wram_bytes) {
+CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t ni, std::size_t nco,
+                         std::size_t cc, std::size_t wram_bytes) {
   CoreBuffers b;
-  const std::size_t m = rh * c.ow, qc = c.c / cc;
+  const std::size_t m = g.tile_out_rows(c, rh, ni) * c.ow, qc = c.c / cc;
   const bool fp32_acc = c.dtype == sim::DType::kFloat32 || !direct_out(c, qc);
-  b.xslot = up128(g.in_h(c, rh) * g.wp * cc * g.es);
+  b.xslot = up128(g.tile_in_rows(c, rh, ni) * g.wp * cc * g.es);
   b.wslot = up128(nco * g.taps * cc * g.es);
   b.resident = qc * b.wslot <= wram_bytes;
   b.wslots = b.resident ? qc : 2;
@@ -101,7 +111,7 @@ class DirectRun {
     Job j;
     j.co0 = (k / p_.gp) * p_.nco;
     j.nco = std::min(p_.nco, c_.oc - j.co0);
-    j.tiles = split_units(c_.n * p_.tb, p_.gp, 1, k % p_.gp);
+    j.tiles = split_units(ceil_div(c_.n, p_.ni) * p_.tb, p_.gp, 1, k % p_.gp);
     return j;
   }
   std::size_t chunk_bytes(const Job& j) const { return j.nco * g_.taps * p_.cc * g_.es; }
@@ -137,13 +147,15 @@ class DirectRun {
     }
   }
 
-  // Tile t of the output: image, first output row, rows.
+  // Tile t of the output: images [n, n + ni), first output row, rows (all of them when ni > 1).
   struct Tile {
-    std::size_t n = 0, oy0 = 0, rows = 0;
+    std::size_t n = 0, ni = 1, oy0 = 0, rows = 0;
+    Tile image(std::size_t i) const { return {n + i, 1, oy0, rows}; }
   };
   Tile tile(std::size_t t) const {
     Tile r;
-    r.n = t / p_.tb;
+    r.n = (t / p_.tb) * p_.ni;
+    r.ni = std::min(p_.ni, c_.n - r.n);
     r.oy0 = (t % p_.tb) * p_.rh;
     r.rows = std::min(p_.rh, c_.oh - r.oy0);
     return r;
@@ -154,8 +166,14 @@ class DirectRun {
     memcpy_async(slot, wsram_.offset(i64(ci * chunk_bytes(j))), chunk_bytes(j), Dir::kSram2Wram);
   }
 
-  // Input tile of (tile t, Cin chunk ci) into an NRAM slot: [in_h, Wp, cc], zero rows outside the image.
+  // Input tile of (tile t, Cin chunk ci) into an NRAM slot: [in_h, Wp, cc] per image, zero rows
+  // outside the image.
   void load_x(const Tile& t, std::size_t ci, Addr slot) const {
+    if (t.ni > 1) {
+      const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * g_.wp * p_.cc * g_.es);
+      for (std::size_t i = 0; i < t.ni; ++i) load_x(t.image(i), ci, slot.offset(i64(i) * pitch));
+      return;
+    }
     const std::size_t in_h = g_.in_h(c_, t.rows);
     const std::size_t row_bytes = g_.wp * p_.cc * g_.es;
     const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;
@@ -191,7 +209,7 @@ class DirectRun {
   }
 
   void run_compute_core() {
-    buf_ = core_buffers(c_, g_, p_.rh, p_.nco, p_.cc, capacity(Space::kWram));
+    buf_ = core_buffers(c_, g_, p_.rh, p_.ni, p_.nco, p_.cc, capacity(Space::kWram));
     for (Addr& a : x_) a = alloc(Space::kNram, buf_.xslot);
     for (Addr& a : acc_) a = alloc(Space::kNram, buf_.acc);
     for (std::size_t i = 0; i < buf_.wslots; ++i) w_.push_back(alloc(Space::kWram, buf_.wslot));
@@ -231,17 +249,22 @@ class DirectRun {
           }
         }
         dev::ConvParams prm;
-        prm.in_h = g_.in_h(c_, t.rows), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = j.nco;
+        prm.in_h = g_.tile_in_rows(c_, t.rows, t.ni), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = j.nco;
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
         const Addr acc = acc_[st.tile % 2];
         conv2d(c_.dtype, acc_t, acc, x_[s % 2], wslot(st.chunk, s), prm, st.chunk > 0);
         sync_io();
         if (st.chunk + 1 < p_.qc) continue;
-        if (direct_)
-          store(acc, t, j);
-        else
-          gemm::finish_block(c_.out, acc, t.n, t.oy0 * c_.ow, t.rows * c_.ow, j.co0, j.nco, epi_);
+        const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * c_.ow * j.nco * sim::dtype_size(acc_t));
+        for (std::size_t i = 0; i < t.ni; ++i) {
+          const Tile ti = t.image(i);
+          const Addr a = acc.offset(i64(i) * pitch);
+          if (direct_)
+            store(a, ti, j);
+          else
+            gemm::finish_block(c_.out, a, ti.n, ti.oy0 * c_.ow, ti.rows * c_.ow, j.co0, j.nco, epi_);
+        }
       }
       for (; staged < p_.qc; ++staged) sync_cluster();
       sync_io();
@@ -280,7 +303,7 @@ class DirectRun {
 }  // namespace
 
 std::string DirectPlan::str() const {
-  return "direct rh=" + std::to_string(rh) + " nco=" + std::to_string(nco) + " cc=" + std::to_string(cc) +
+  return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) + " cc=" + std::to_string(cc) +
          " gp=" + std::to_string(gp) + " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
          " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
@@ -321,7 +344,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
     if (sram_bytes(c, g, nco) > d.sram_bytes) continue;
     for (std::size_t cc : ccs) {
       const std::size_t qc = c.c / cc;
-      const CoreBuffers b1 = core_buffers(c, g, 1, nco, cc, d.wram_bytes);
+      const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, d.wram_bytes);
       if (b1.wram() > d.wram_bytes) continue;
       const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
       // SRAM -> WRAM copy of a weight chunk, the cluster's cores sharing the SRAM port.
@@ -329,30 +352,34 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
       const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
       const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
       const bool direct = direct_out(c, qc);
-      for (std::size_t rh = 1; rh <= c.oh; ++rh) {
-        const CoreBuffers b = core_buffers(c, g, rh, nco, cc, d.wram_bytes);
+      // Bands of rh rows of one image, then (stride 1) tiles of ni whole images.
+      for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
+        const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
+        if (ni > 1 && c.stride_h != 1) break;
+        const CoreBuffers b = core_buffers(c, g, rh, ni, nco, cc, d.wram_bytes);
         if (b.nram() > d.nram_bytes) break;
-        const std::size_t tb = ceil_div(c.oh, rh), tiles = c.n * tb;
+        const std::size_t tb = ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
         // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load.
         auto x_dma = [&](std::size_t rows) {
-          const double segs = static_cast<double>(g.in_h(c, rows)) * (seg == g.count * cc * g.es ? 1 : g.count);
-          const double bytes = static_cast<double>(g.in_h(c, rows) * g.count * cc * g.es);
+          const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
+          const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
+          const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
           return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores / dram);
         };
         // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
         // with the TFU; its store overlaps the next tile.
         auto epilogue = [&](std::size_t rows) {
           if (direct) return 0.0;
-          const double n = static_cast<double>(rows * c.ow * nco);
+          const double n = static_cast<double>(ni * rows * c.ow * nco);
           const int passes = (c.out.bias ? 1 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
           return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
         };
         auto store = [&](std::size_t rows) {
-          const double bytes = static_cast<double>(rows * c.ow * nco * g.es);
+          const double bytes = static_cast<double>(ni * rows * c.ow * nco * g.es);
           return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
         };
         auto tile_cycles = [&](std::size_t rows) {
-          const double tfu = static_cast<double>(d.matmul_cycles(rows * c.ow, g.taps * cc, nco));
+          const double tfu = static_cast<double>(d.matmul_cycles(g.tile_out_rows(c, rows, ni) * c.ow, g.taps * cc, nco));
           const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
           return static_cast<double>(qc) * step + epilogue(rows);
         };
@@ -375,7 +402,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           (void)part;
           if (best.rh == 0 || est < best.est_cycles * 0.999 ||
               (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
-            best.rh = rh, best.nco = nco, best.cc = cc, best.gp = gp;
+            best.rh = rh, best.ni = ni, best.nco = nco, best.cc = cc, best.gp = gp;
             best.q = q, best.qc = qc, best.tb = tb, best.jobs = jobs, best.clusters = used;
             best.est_cycles = est, best.est_dram_bytes = dram_bytes;
           }

@@ -46,6 +46,7 @@ namespace mlusim::mlu::conv {
 
 struct DirectPlan {
   std::size_t rh = 0;   // output rows per tile (0: no plan)
+  std::size_t ni = 1;   // images per tile (> 1: whole images stacked, rh = OH, stride 1)
   std::size_t nco = 0;  // output channels per chunk (the intrinsic's N)
   std::size_t cc = 0;   // input channels per intrinsic (divides C)
   std::size_t gp = 1;   // jobs (pixel-tile ranges) per output-channel chunk

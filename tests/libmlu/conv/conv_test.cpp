@@ -285,6 +285,21 @@ TEST_F(ConvTest, DirectForwardChunked) {
                  Format::kChannelsLast, true, 1e-4);
 }
 
+// Small images at stride 1 are stacked, several whole padded images per intrinsic (the rows
+// between them computed and dropped), so the weight-stationary TFU streams long operands.
+TEST_F(ConvTest, DirectForwardStackedImages) {
+  const Case k{9, 16, 3, 4, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  ASSERT_EQ(mlusimLoadConfig("tpu-v3"), cnrtSuccess);
+  Handle::destroy(handle_);
+  allocations_.clear();
+  ASSERT_EQ(Handle::create(&handle_), Status::kSuccess);
+  const conv::DirectPlan plan = conv::plan_direct(h(), direct_of(k, DType::kFloat32));
+  EXPECT_GT(plan.ni, 1u) << plan.str();
+  forward<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, true, 1e-4);
+  forward<float>({5, 8, 5, 3, 6, 3, 3, params(1, 0, 1, 1, 1, 1, 1)}, Format::kNhwc, Format::kNhwc, Format::kNhwc,
+                 false, 1e-4);
+}
+
 // TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
 // tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
 // ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels.
@@ -296,9 +311,12 @@ TEST_F(ConvTest, DirectForwardTfuCycles) {
   const std::uint64_t r = 4, c = 4;  // tiny: fp32 array 4 x 4
   std::uint64_t want = 0, intrinsics = 0;
   for (std::size_t co0 = 0; co0 < d.oc; co0 += plan.nco)
-    for (std::size_t n = 0; n < d.n; ++n)
+    for (std::size_t n = 0; n < d.n; n += plan.ni)
       for (std::size_t y0 = 0; y0 < d.oh; y0 += plan.rh) {
-        const std::uint64_t m = std::min(plan.rh, d.oh - y0) * d.ow, nn = std::min(plan.nco, d.oc - co0);
+        // A tile of several whole images stacks their padded rows (oh + kh - 1 each, stride 1).
+        const std::size_t images = std::min(plan.ni, d.n - n);
+        const std::uint64_t rows = images == 1 ? std::min(plan.rh, d.oh - y0) : images * (d.oh + d.kh - 1) - (d.kh - 1);
+        const std::uint64_t m = rows * d.ow, nn = std::min(plan.nco, d.oc - co0);
         const std::uint64_t kk = d.kh * d.kw * plan.cc;
         want += plan.qc * (((m + r - 1) / r) * ((nn + c - 1) / c) * (kk + r + c - 2) - 1);
         intrinsics += plan.qc;
