@@ -222,7 +222,7 @@ from .random import (  # noqa: E402
 from .sim import (  # noqa: E402
     config_name, cycle_report, device_stats, inject_kernel_fault, load_config, reset_stats, set_timing_only, trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
-from .compile import compile_compare, compiled_graphs, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
+from .compile import compile_compare, compiled_graphs, inductor_kernels, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
 from . import inductor as _inductor  # noqa: E402
 
 _inductor.register_on_first_compile()  # torch.compile(model) with Inductor on mlu tensors

@@ -22,7 +22,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from .fusion import PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device
 
-__all__ = ["compile_compare", "compiled_graphs", "reset_compiled_graphs"]
+__all__ = ["compile_compare", "compiled_graphs", "inductor_kernels", "reset_compiled_graphs"]
 
 _graphs = []
 
@@ -61,28 +61,55 @@ def mlu_backend(gm, example_inputs):
     return fused.forward
 
 
-def compile_compare(module, example_inputs, device=None):
-    """One inference forward of `module` eager and compiled with backend="mlu" (after a warm-up
-    call that compiles), on the MLU `device`, from the cycle report::
+def compile_compare(module, example_inputs, device=None, backend="mlu"):
+    """One inference forward of `module` eager and compiled (after a warm-up call that compiles),
+    on the MLU `device`, from the cycle report::
 
         {"eager": {"cycles", "time_ns", "dram_bytes", "op_dram_bytes", "kernel_launches", "ops"},
          "compiled": {...}, "total": {metric: {"unfused", "fused", "saved", "ratio"}},
-         "graphs": compiled_graphs() of this compile, "max_abs_diff": of the first output}
+         "graphs": what each compiled graph became, "max_abs_diff": of the first output}
 
-    (the same figures as fusion_compare; "unfused" is eager, "fused" compiled)."""
+    (the same figures as fusion_compare; "unfused" is eager, "fused" compiled). backend: "mlu"
+    (the device's Dynamo backend; "graphs" = compiled_graphs() of this compile) or "inductor"
+    (PyTorch's default backend with the device's Inductor codegen; "graphs" = the kernels it
+    generated, inductor_kernels(); the FX graph cache is bypassed so that they are generated)."""
     from . import _device_index
 
+    if backend not in ("mlu", "inductor"):
+        raise ValueError(f"torch_mlu.compile_compare: backend must be 'mlu' or 'inductor', got {backend!r}")
     dev = torch.device("mlu", _device_index(device))
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     inputs = tuple(_to_device(v, dev) for v in example_inputs)
     eager, out_ref = _measure(module, inputs, dev)
-    start = len(_graphs)
-    compiled = torch.compile(module, backend="mlu")
-    with torch.no_grad():
-        compiled(*inputs)  # compiles
+    if backend == "mlu":
+        start = len(_graphs)
+        compiled = torch.compile(module, backend="mlu")
+        with torch.no_grad():
+            compiled(*inputs)  # compiles
+        graphs = lambda: [dict(g) for g in _graphs[start:]]  # noqa: E731
+    else:
+        from torch._inductor import config as inductor_config
+
+        from .inductor_scheduling import kernel_summaries
+
+        start = len(kernel_summaries)
+        compiled = torch.compile(module)
+        with torch.no_grad(), inductor_config.patch(fx_graph_cache=False):
+            compiled(*inputs)  # compiles
+        graphs = lambda: [dict(k) for k in kernel_summaries[start:]]  # noqa: E731
     fused, out = _measure(compiled, inputs, dev)
     ref, got = _first_tensor(out_ref), _first_tensor(out)
     diff = float((got.cpu().float() - ref.cpu().float()).abs().max()) if ref is not None and ref.numel() else 0.0
-    return {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": [dict(g) for g in _graphs[start:]],
+    return {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": graphs(),
             "max_abs_diff": diff}
+
+
+def inductor_kernels():
+    """One dict per kernel Inductor generated for mlu tensors in this process (newest last):
+    "name", "nodes" (Inductor buffers it computes), "origins" (their ATen ops), "removed" (buffers
+    kept inside the kernel), "launches" (device kernels per call: program, reduction, eager,
+    gather, scatter, copy). Graphs loaded from Inductor's FX graph cache generate none."""
+    from .inductor_scheduling import kernel_summaries
+
+    return [dict(k) for k in kernel_summaries]

@@ -274,7 +274,10 @@ class MluKernel(Kernel):
     # ---- emission --------------------------------------------------------------------------------
     def codegen_function(self, name):
         """The kernel as the source of a Python function `name(*args)` (args: python_argdefs)."""
-        return _Emitter(self).function(name)
+        emitter = _Emitter(self)
+        source = emitter.function(name)
+        self.launches = emitter.launches()
+        return source
 
 
 _REDUCTIONS = {
@@ -606,6 +609,26 @@ class _Emitter:
             self.emit(f"{t} = {view}")
             return t
         return self.gather(name, v.args[0])
+
+    def launches(self):
+        """What the kernel launches per call, by kind (device kernels; views launch none):
+        program (fused elementwise), reduction, eager (single ATen op), gather, scatter, copy."""
+        counts = {"program": 0, "reduction": 0, "eager": 0, "gather": 0, "scatter": 0, "copy": 0}
+        for line in self.lines:
+            if "torch.ops.mlu.elementwise(" in line:
+                counts["program"] += 1
+            elif any(f"torch.{r}(" in line for r in ("sum", "prod", "amax", "amin", "argmax", "argmin", "any",
+                                                       "var_mean")):
+                counts["reduction"] += 1
+            elif "_gather(" in line:
+                counts["gather"] += 1
+            elif "_scatter" in line:
+                counts["scatter"] += 1
+            elif ".copy_(" in line:
+                counts["copy"] += 1
+            elif "= torch." in line and ".as_strided(" not in line:
+                counts["eager"] += 1
+        return counts
 
     # ---- the function ----------------------------------------------------------------------------
     def function(self, fname):

@@ -18,10 +18,15 @@ from torch.utils._ordered_set import OrderedSet
 
 from .inductor_kernel import MluKernel
 
-__all__ = ["MluScheduling", "kernel_sources"]
+__all__ = ["MluScheduling", "kernel_sources", "kernel_summaries"]
 
-# name -> source of every kernel generated in this process (for tests and `compile_report`).
+# name -> source of every kernel generated in this process (tests, debugging).
 kernel_sources = {}
+# One dict per generated kernel, in generation order (torch_mlu.inductor_kernels()): "name",
+# "nodes" (Inductor buffers it computes), "origins" (the ATen ops they came from), "removed" (its
+# buffers that stay inside the kernel: no allocation, no DRAM round trip), "launches" (device
+# kernels per call by kind, MluKernel.launches()).
+kernel_summaries = []
 
 
 def _ranges(node):
@@ -64,6 +69,9 @@ class MluScheduling(BaseScheduling):
         with V.set_kernel_handler(kernel):
             source = kernel.codegen_function(name)
         kernel_sources[name] = source
+        origins = sorted({str(o.target) for n in nodes for o in getattr(n.node, "origins", ()) if o.op == "call_function"})
+        kernel_summaries.append({"name": name, "nodes": [n.get_name() for n in nodes], "origins": origins,
+                                 "removed": sorted(kernel.removed_buffers), "launches": dict(kernel.launches)})
         wrapper = V.graph.wrapper_code
         wrapper.add_import_once("from torch_mlu.inductor_runtime import _as_tensor, _gather, _scatter, _scatter_add")
         wrapper.header.splice("\n" + source)

@@ -1,0 +1,175 @@
+"""torch.compile(model) with Inductor (PyTorch's default backend) on mlu tensors
+(torch_mlu/inductor*.py): results against the CPU, what the generated kernels launch, training
+through AOTAutograd, graph breaks, dynamic shapes, random numbers, and no CPU fallback."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor import config as inductor_config
+
+import torch_mlu
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch_mlu.reset_cpu_fallback_counts()
+    with inductor_config.patch(fx_graph_cache=False):  # generate kernels (the tests read them)
+        yield
+    assert torch_mlu.cpu_fallback_counts() == {}, "a compiled graph ran an op on the CPU"
+    torch._dynamo.reset()
+
+
+def new_kernels(fn, *args):
+    """fn(*args) compiled, and the kernels Inductor generated for it."""
+    start = len(torch_mlu.inductor_kernels())
+    out = torch.compile(fn)(*args)
+    return out, torch_mlu.inductor_kernels()[start:]
+
+
+def kernel_launches(fn, *args):
+    torch.mlu.synchronize()
+    torch_mlu.reset_stats()
+    out = fn(*args)
+    torch.mlu.synchronize()
+    return out, torch_mlu.cycle_report(format="json")["kernel_launches"]
+
+
+def test_a_pointwise_chain_is_one_program_kernel(dev):
+    def f(x, y):
+        return torch.sigmoid(torch.relu(x * 2 + y)) - 0.5
+
+    x, y = torch.randn(4, 8), torch.randn(8)
+    out, kernels = new_kernels(f, x.to(dev), y.to(dev))
+    torch.testing.assert_close(out.cpu(), f(x, y), rtol=1e-5, atol=1e-6)
+    assert len(kernels) == 1
+    assert kernels[0]["launches"]["program"] == 1 and kernels[0]["launches"]["eager"] == 0
+    assert set(kernels[0]["origins"]) >= {"aten.mul.Tensor", "aten.add.Tensor", "aten.relu.default",
+                                          "aten.sigmoid.default", "aten.sub.Tensor"}
+    compiled = torch.compile(f)
+    _, eager_kernels = kernel_launches(f, x.to(dev), y.to(dev))
+    _, compiled_kernels = kernel_launches(compiled, x.to(dev), y.to(dev))
+    assert eager_kernels == 5 and compiled_kernels < eager_kernels
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("sum", lambda x: x.sum(1)),
+    ("mean of a product", lambda x: (x * x).mean()),
+    ("amax", lambda x: x.amax(0)),
+    ("argmax", lambda x: x.argmax(1)),
+    ("var_mean", lambda x: torch.var_mean(x, 1)),
+    ("max with indices", lambda x: x.max(1)),
+])
+def test_reductions_match_the_cpu(dev, name, fn):
+    x = torch.randn(6, 40)
+    out = torch.compile(fn)(x.to(dev))
+    ref = fn(x)
+    for o, r in zip(out if isinstance(out, tuple) else (out,), ref if isinstance(ref, tuple) else (ref,)):
+        torch.testing.assert_close(o.cpu(), r, rtol=1e-5, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("name, fn, args", [
+    ("cat (masked loads)", lambda x, y: torch.cat([x, y], 1) * 2, (torch.randn(3, 5), torch.randn(3, 4))),
+    ("constant pad", lambda x: F.pad(x, (1, 2, 0, 1)) + 1, (torch.randn(3, 5),)),
+    ("embedding (indirect load)", lambda i, w: F.embedding(i, w) * 2, (torch.tensor([3, 0, 9, 3]), torch.randn(10, 4))),
+    ("transpose (strided view)", lambda x, y: x.t() + y, (torch.randn(8, 4), torch.randn(4, 8))),
+    ("permuted reshape", lambda x: (x.view(2, 2, 6).permute(1, 0, 2) * 3).reshape(4, 6), (torch.randn(4, 6),)),
+    ("index_add (atomic store)", lambda x, i, v: x.index_add(0, i, v),
+     (torch.randn(6, 3), torch.tensor([4, 1, 4]), torch.randn(3, 3))),
+    ("iota", lambda x: x + torch.arange(6, device=x.device), (torch.randn(2, 6),)),
+    ("erf (no program op)", lambda x: torch.erf(x) * 2 + 1, (torch.randn(16),)),
+    ("fp16", lambda x: (x.half() * 3).relu().float(), (torch.randn(16),)),
+])
+def test_indexing_and_ops_match_the_cpu(dev, name, fn, args):
+    out = torch.compile(fn)(*[a.to(dev) for a in args])
+    torch.testing.assert_close(out.cpu(), fn(*args), rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_softmax_and_layer_norm_stay_whole_kernels(dev):
+    """libmlu's softmax and layer_norm are single kernels: on mlu Inductor calls them instead of
+    decomposing them into reductions and programs."""
+    w, b = torch.randn(16), torch.randn(16)
+
+    def f(x):
+        return F.layer_norm(torch.softmax(x, -1) + x, (16,), w.to(x.device), b.to(x.device))
+
+    x = torch.randn(4, 16)
+    out, kernels = new_kernels(f, x.to(dev))
+    torch.testing.assert_close(out.cpu(), f(x), rtol=1e-4, atol=1e-5)
+    assert all(k["launches"]["reduction"] == 0 for k in kernels)
+    torch.mlu.synchronize()
+    torch_mlu.reset_stats()
+    torch.compile(f)(x.to(dev))
+    ops = {o["name"] for o in torch_mlu.cycle_report(format="json")["ops"]}
+    assert any("softmax" in o for o in ops) and any("layer_norm" in o for o in ops)
+
+
+def test_training_step_matches_the_cpu(dev):
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 5))
+    model = copy.deepcopy(cpu)
+    x, t = torch.randn(2, 3, 8, 8), torch.tensor([1, 3])
+    F.cross_entropy(cpu(x), t).backward()
+    model = model.to(dev)
+    loss = F.cross_entropy(torch.compile(model)(x.to(dev)), t.to(dev))
+    loss.backward()
+    for (name, p), q in zip(model.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-5, msg=name)
+    torch.testing.assert_close(model[1].running_mean.cpu(), cpu[1].running_mean, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_draws_on_the_device(dev):
+    torch.manual_seed(0)
+    f = torch.compile(lambda x: F.dropout(x, 0.5, training=True))
+    x = torch.ones(64, 64, device=dev)
+    out = f(x).cpu()
+    kept = out != 0
+    assert 0.4 < kept.float().mean().item() < 0.6
+    torch.testing.assert_close(out[kept], torch.full_like(out[kept], 2.0))
+
+
+def test_a_graph_break_runs_both_graphs_on_the_device(dev):
+    def f(x):
+        y = torch.sin(x) * 2
+        torch._dynamo.graph_break()
+        return torch.cos(y + 1)
+
+    x = torch.randn(4, 4)
+    out, kernels = new_kernels(f, x.to(dev))
+    torch.testing.assert_close(out.cpu(), f(x), rtol=1e-5, atol=1e-6)
+    assert len(kernels) == 2
+
+
+def test_dynamic_shapes_compile_once_with_symbolic_sizes(dev):
+    f = torch.compile(lambda x: (x * 2).sum(-1), dynamic=True)
+    start = len(torch_mlu.inductor_kernels())
+    for n in (5, 7, 9):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(f(x.to(dev)).cpu(), (x * 2).sum(-1), rtol=1e-5, atol=1e-5)
+    assert len(torch_mlu.inductor_kernels()) - start == 1
+
+
+def test_in_place_update_of_an_input(dev):
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    xd = x.to(dev)
+    out = torch.compile(f)(xd, y.to(dev))
+    torch.testing.assert_close(xd.cpu(), x + y)
+    torch.testing.assert_close(out.cpu(), (x + y) * 2)
+
+
+def test_compile_compare_reports_eager_and_inductor(dev):
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16)).to(dev).eval()
+    result = torch_mlu.compile_compare(block, (torch.randn(4, 16),), backend="inductor")
+    assert result["max_abs_diff"] < 1e-5
+    assert result["total"]["kernel_launches"]["fused"] <= result["total"]["kernel_launches"]["unfused"]
+    assert all("launches" in k for k in result["graphs"])
+    with pytest.raises(ValueError, match="backend must be"):
+        torch_mlu.compile_compare(block, (torch.randn(4, 16),), backend="triton")
