@@ -173,3 +173,15 @@ def test_compile_compare_reports_eager_and_inductor(dev):
     assert all("launches" in k for k in result["graphs"])
     with pytest.raises(ValueError, match="backend must be"):
         torch_mlu.compile_compare(block, (torch.randn(4, 16),), backend="triton")
+
+
+def test_an_op_without_a_program_step_runs_its_device_kernel(dev):
+    """Inductor ops outside the elementwise program language (here lgamma and atan2) run as the
+    device's ATen kernels inside the generated kernel, never on the CPU."""
+    def f(x, y):
+        return torch.lgamma(x.abs() + 1) + torch.atan2(x, y) * 2
+
+    x, y = torch.rand(32) + 0.1, torch.rand(32) + 0.1
+    out, kernels = new_kernels(f, x.to(dev), y.to(dev))
+    torch.testing.assert_close(out.cpu(), f(x, y), rtol=1e-4, atol=1e-5)
+    assert sum(k["launches"]["eager"] for k in kernels) >= 2

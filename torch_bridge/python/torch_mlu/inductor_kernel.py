@@ -85,6 +85,18 @@ _EAGER_OPS = {
 PROGRAM_OPS.update({"and_": "logical_and", "or_": "logical_or", "xor": "logical_xor"})
 
 
+def _torch_function(name):
+    """torch's elementwise function for Inductor op `name` when they share the name (Inductor's
+    ops mirror ATen's; 'libdevice_' variants are Triton spellings of the same op), else None."""
+    name = name[len("libdevice_"):] if name.startswith("libdevice_") else name
+    if name in ("load", "store", "reduction", "scan", "sort", "bucketize") or name.startswith("_"):
+        return None
+    fn = getattr(torch, name, None) or getattr(torch.special, name, None)
+    if not callable(fn):
+        return None
+    return name if getattr(torch, name, None) is fn else f"special.{name}"
+
+
 class _Value:
     """A node of the kernel's value graph. kind: load | const | index | op | cast | reduction |
     item (one output of a tuple-valued reduction) | indirect."""
@@ -137,7 +149,7 @@ class _Recorder(DefaultHandler):
         self.k = kernel
 
     def _default(self, name, args, kwargs):
-        if name in PROGRAM_OPS or name in _EAGER_OPS:
+        if name in PROGRAM_OPS or name in _EAGER_OPS or _torch_function(name) is not None:
             folded = _fold(name, args)
             if folded is not None:
                 return self.k.value("const", args=(folded,))
@@ -402,10 +414,11 @@ class _Emitter:
 
     def eager(self, v):
         args = [self.value(a) if isinstance(a, _Value) else _literal(a) for a in v.args]
+        tensors = [f"_as_tensor({a}, {self.device_arg()})" for a in args]
         if v.op in _EAGER_OPS:
-            expr = _EAGER_OPS[v.op].format(*[f"_as_tensor({a}, {self.device_arg()})" for a in args])
-        else:
-            raise Unsupported(f"torch.compile on mlu: no device lowering for '{v.op}'")
+            expr = _EAGER_OPS[v.op].format(*tensors)
+        else:  # an op of Inductor's that is torch's function of the same name (lgamma, i0, ...)
+            expr = f"torch.{_torch_function(v.op)}({', '.join(tensors)})"
         name = self.tmp()
         self.emit(f"{name} = {expr}")
         return name
