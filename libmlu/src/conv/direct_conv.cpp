@@ -1,7 +1,6 @@
 #include "conv/direct_conv.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -82,6 +81,16 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
   return b;
 }
 
+// Cin chunks the memory core stages per copy: enough that each contiguous run of a tap (gq x cc
+// channels) is at least 512 bytes, i.e. two DRAM interleave granules, so a staging copy spreads
+// over the DRAM channels instead of hitting every tap at the same few (short runs at a stride of
+// a whole tap land on the same channels).
+std::size_t stage_group(std::size_t qc, std::size_t cc, std::size_t es) {
+  for (std::size_t d = 1; d < qc; ++d)
+    if (qc % d == 0 && d * cc * es >= 512) return d;
+  return qc;
+}
+
 std::size_t sram_bytes(const DirectConv& c, const Geometry& g, std::size_t nco) {
   return up128(nco * g.taps * c.c * g.es);
 }
@@ -90,7 +99,8 @@ std::size_t sram_bytes(const DirectConv& c, const Geometry& g, std::size_t nco) 
 
 class DirectRun {
  public:
-  DirectRun(const DirectConv& c, const DirectPlan& p) : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)) {}
+  DirectRun(const DirectConv& c, const DirectPlan& p)
+      : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)), gq_(stage_group(p.qc, p.cc, g_.es)) {}
 
   void run() {
     const std::size_t cluster = task_id() / core_dim();
@@ -115,31 +125,34 @@ class DirectRun {
     return j;
   }
   std::size_t chunk_bytes(const Job& j) const { return j.nco * g_.taps * p_.cc * g_.es; }
+  std::size_t groups() const { return p_.qc / gq_; }
 
-  // Memory core: Cin chunk `ci` of the job's weights into SRAM as a dense [nco, KH, KW, cc] block.
-  void stage_chunk(const Job& j, std::size_t ci) const {
-    const Addr dst = wsram_.offset(i64(ci * chunk_bytes(j)));
+  // Memory core: staging group `gi` (gq Cin chunks) of the job's weights into SRAM as a dense
+  // [nco, KH, KW, gq x cc] block.
+  void stage(const Job& j, std::size_t gi) const {
+    const std::size_t wg = gq_ * p_.cc;
+    const Addr dst = wsram_.offset(i64(gi * gq_ * chunk_bytes(j)));
     const Addr src{Space::kGdram,
-                   c_.w_base + static_cast<std::uint64_t>((i64(j.co0) * c_.ws_o + i64(ci * p_.cc)) * i64(g_.es))};
-    const std::size_t run = p_.cc * g_.es;
+                   c_.w_base + static_cast<std::uint64_t>((i64(j.co0) * c_.ws_o + i64(gi * wg)) * i64(g_.es))};
+    const std::size_t run = wg * g_.es;
     CopyShape s;
-    if (c_.ws_t == i64(p_.cc) && c_.ws_o == i64(g_.taps * p_.cc))
+    if (c_.ws_t == i64(wg) && c_.ws_o == i64(g_.taps * wg))
       s = CopyShape{j.nco * g_.taps * run};
-    else if (c_.ws_t == i64(p_.cc))
+    else if (c_.ws_t == i64(wg))
       s = CopyShape{g_.taps * run, j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
     else
       s = CopyShape{run, g_.taps, i64(run), c_.ws_t * i64(g_.es), j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
     memcpy_strided_async(dst, src, s, Dir::kGdram2Sram);
   }
 
-  // Per job: chunk ci staged, then the barrier the cores pass before they first copy it (chunk 0
-  // before their first intrinsic, chunk ci >= 1 just before the intrinsic preceding the first step
-  // on it); a last barrier once every core is done reading the job's SRAM.
+  // Per job: group gi staged, then the barrier the cores pass before they first copy from it
+  // (group 0 before their first intrinsic, a later group just before the intrinsic preceding the
+  // first step on one of its chunks); a last barrier once every core is done reading the job's SRAM.
   void run_memory_core() {
     for (std::size_t k : jobs_) {
       const Job j = job(k);
-      for (std::size_t ci = 0; ci < p_.qc; ++ci) {
-        stage_chunk(j, ci);
+      for (std::size_t gi = 0; gi < groups(); ++gi) {
+        stage(j, gi);
         sync_io();
         sync_cluster();
       }
@@ -161,9 +174,16 @@ class DirectRun {
     return r;
   }
 
-  // Cin chunk `ci` of the job's weights from SRAM into a WRAM slot.
+  // Cin chunk `ci` of the job's weights from its staging group in SRAM into a WRAM slot.
   void load_w(const Job& j, std::size_t ci, Addr slot) const {
-    memcpy_async(slot, wsram_.offset(i64(ci * chunk_bytes(j))), chunk_bytes(j), Dir::kSram2Wram);
+    const std::size_t gi = ci / gq_, sub = ci % gq_, run = p_.cc * g_.es, wg = gq_ * run;
+    const Addr src = wsram_.offset(i64(gi * gq_ * chunk_bytes(j) + sub * run));
+    if (gq_ == 1)
+      memcpy_async(slot, src, chunk_bytes(j), Dir::kSram2Wram);
+    else
+      memcpy_strided_async(slot, src,
+                           CopyShape{run, g_.taps, i64(run), i64(wg), j.nco, i64(g_.taps * run), i64(g_.taps * wg)},
+                           Dir::kSram2Wram);
   }
 
   // Input tile of (tile t, Cin chunk ci) into an NRAM slot: [in_h, Wp, cc] per image, zero rows
@@ -229,7 +249,7 @@ class DirectRun {
       if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
       if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages chunk 0
       sync_cluster();                                  // chunk 0 is in SRAM
-      std::size_t staged = 1;                          // chunks known to be in SRAM
+      std::size_t staged = 1;                          // staging groups known to be in SRAM
       std::vector<bool> in_wram(p_.qc, false);
       if (!steps.empty()) {
         load_w(j, 0, wslot(0, 0));
@@ -243,7 +263,7 @@ class DirectRun {
           const Step& nx = steps[s + 1];
           load_x(tile(t0 + nx.tile), nx.chunk, x_[(s + 1) % 2]);
           if (!buf_.resident || !in_wram[nx.chunk]) {
-            for (; staged <= nx.chunk; ++staged) sync_cluster();  // chunk nx.chunk is in SRAM
+            for (; staged <= nx.chunk / gq_; ++staged) sync_cluster();  // its group is in SRAM
             if (!buf_.resident || !in_wram[nx.chunk]) load_w(j, nx.chunk, wslot(nx.chunk, s + 1));
             in_wram[nx.chunk] = true;
           }
@@ -266,7 +286,7 @@ class DirectRun {
             gemm::finish_block(c_.out, a, ti.n, ti.oy0 * c_.ow, ti.rows * c_.ow, j.co0, j.nco, epi_);
         }
       }
-      for (; staged < p_.qc; ++staged) sync_cluster();
+      for (; staged < groups(); ++staged) sync_cluster();
       sync_io();
       sync_cluster();  // done with the job's SRAM
     }
@@ -294,6 +314,7 @@ class DirectRun {
   const Geometry g_;
   CoreBuffers buf_;
   const bool direct_;
+  const std::size_t gq_;  // Cin chunks per staging copy
   std::vector<std::size_t> jobs_;
   Addr wsram_, x_[2], acc_[2];
   std::vector<Addr> w_;
@@ -328,13 +349,17 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
   const double w_bytes = static_cast<double>(c.oc * g.taps * c.c * g.es);
   const double y_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc * g.es);
   const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
-  // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC.
+  // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC, and OC
+  // cut into q equal chunks (q up to twice the clusters: one or two jobs per cluster).
   std::vector<std::size_t> ncos;
   for (std::size_t k = 1;; ++k) {
     const std::size_t v = std::min(c.oc, k * d.tfu_cols);
     ncos.push_back(v);
     if (v == c.oc || ncos.size() >= 64) break;
   }
+  for (std::size_t q = 2; q <= 2 * clusters && q <= c.oc; ++q) ncos.push_back(ceil_div(c.oc, q));
+  std::sort(ncos.begin(), ncos.end());
+  ncos.erase(std::unique(ncos.begin(), ncos.end()), ncos.end());
   std::vector<std::size_t> ccs;
   for (std::size_t v = c.c; v >= 1; --v)
     if (c.c % v == 0 && c.c / v <= 64) ccs.push_back(v);
@@ -392,7 +417,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           const double busy = static_cast<double>(per_core) * full;
           // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
           // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
-          const double stage = d.io_latency_cycles + std::max(chunk / d.memcore_dma_bpc, chunk * used / dram);
+          const double group = chunk * static_cast<double>(stage_group(qc, cc, g.es));
+          const double stage = d.io_latency_cycles + std::max(group / d.memcore_dma_bpc, group * used / dram);
           const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
           const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
           const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);

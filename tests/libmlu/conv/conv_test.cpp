@@ -271,7 +271,7 @@ conv::DirectConv direct_of(const Case& k, DType dt) {
 // tiling: several input-channel chunks (SRAM staging one chunk ahead), output-channel chunks,
 // bands of rows with padding rows at both ends, and more jobs than clusters.
 TEST_F(ConvTest, DirectForwardChunked) {
-  const Case k{2, 512, 6, 5, 28, 3, 3, params(1, 2, 1, 1, 1, 1, 1)};
+  const Case k{2, 512, 6, 5, 40, 3, 3, params(1, 2, 1, 1, 1, 1, 1)};
   conv::DirectConv d = direct_of(k, DType::kFloat32);
   d.out.bias = true;
   const conv::DirectPlan plan = conv::plan_direct(h(), d);
