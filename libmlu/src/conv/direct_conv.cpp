@@ -81,13 +81,32 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
   return b;
 }
 
-// Cin chunks the memory core stages per copy: enough that each contiguous run of a tap (gq x cc
-// channels) is at least 512 bytes, i.e. two DRAM interleave granules, so a staging copy spreads
-// over the DRAM channels instead of hitting every tap at the same few (short runs at a stride of
-// a whole tap land on the same channels).
-std::size_t stage_group(std::size_t qc, std::size_t cc, std::size_t es) {
-  for (std::size_t d = 1; d < qc; ++d)
-    if (qc % d == 0 && d * cc * es >= 512) return d;
+// Cin chunks the memory core stages per copy (a divisor of qc): the fewest whose copy spreads
+// over the DRAM channels. A staging copy reads, per output channel and tap, a run of gq x cc
+// channels; the DRAM model interleaves addresses over its channels every dram.interleave_bytes
+// and a copy goes at the pace of its busiest channel, so short runs a whole tap apart can all
+// land on a few channels (e.g. 128-byte runs 1 KiB apart on 6 channels of 256 bytes: half of
+// them). Accepted: the busiest channel carries at most 1.25x the mean.
+std::size_t stage_group(const DirectConv& c, const sim::HardwareConfig& cfg, std::size_t nco, std::size_t cc) {
+  const std::size_t qc = c.c / cc, es = sim::dtype_size(c.dtype), taps = c.kh * c.kw;
+  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes), chans = std::max(1u, cfg.dram_channels);
+  for (std::size_t d = 1; d < qc; ++d) {
+    if (qc % d != 0) continue;
+    std::vector<std::uint64_t> load(chans, 0);
+    const std::uint64_t run = d * cc * es;
+    for (std::size_t o = 0; o < std::min<std::size_t>(nco, 64); ++o)
+      for (std::size_t t = 0; t < taps; ++t) {
+        std::uint64_t a = static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_t) * es;
+        for (std::uint64_t end = a + run; a < end;) {
+          const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
+          load[(a / gran) % chans] += next - a;
+          a = next;
+        }
+      }
+    std::uint64_t total = 0, busiest = 0;
+    for (std::uint64_t v : load) total += v, busiest = std::max(busiest, v);
+    if (static_cast<double>(busiest) * static_cast<double>(chans) <= 1.25 * static_cast<double>(total)) return d;
+  }
   return qc;
 }
 
@@ -100,7 +119,7 @@ std::size_t sram_bytes(const DirectConv& c, const Geometry& g, std::size_t nco) 
 class DirectRun {
  public:
   DirectRun(const DirectConv& c, const DirectPlan& p)
-      : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)), gq_(stage_group(p.qc, p.cc, g_.es)) {}
+      : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)), gq_(p.gq) {}
 
   void run() {
     const std::size_t cluster = task_id() / core_dim();
@@ -325,7 +344,7 @@ class DirectRun {
 
 std::string DirectPlan::str() const {
   return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) + " cc=" + std::to_string(cc) +
-         " gp=" + std::to_string(gp) + " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
+         " gp=" + std::to_string(gp) + " gq=" + std::to_string(gq) + " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
          " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
 }
@@ -372,6 +391,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
       const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, d.wram_bytes);
       if (b1.wram() > d.wram_bytes) continue;
       const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
+      const std::size_t gq = stage_group(c, d.config, nco, cc);
       // SRAM -> WRAM copy of a weight chunk, the cluster's cores sharing the SRAM port.
       const double w_copy = d.move_latency_cycles + std::max(chunk / d.move_dma_bpc, chunk * cores / d.sram_bpc);
       const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
@@ -417,7 +437,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           const double busy = static_cast<double>(per_core) * full;
           // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
           // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
-          const double group = chunk * static_cast<double>(stage_group(qc, cc, g.es));
+          const double group = chunk * static_cast<double>(gq);
           const double stage = d.io_latency_cycles + std::max(group / d.memcore_dma_bpc, group * used / dram);
           const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
           const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
@@ -429,7 +449,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           if (best.rh == 0 || est < best.est_cycles * 0.999 ||
               (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
             best.rh = rh, best.ni = ni, best.nco = nco, best.cc = cc, best.gp = gp;
-            best.q = q, best.qc = qc, best.tb = tb, best.jobs = jobs, best.clusters = used;
+            best.q = q, best.qc = qc, best.gq = gq, best.tb = tb, best.jobs = jobs, best.clusters = used;
             best.est_cycles = est, best.est_dram_bytes = dram_bytes;
           }
         }

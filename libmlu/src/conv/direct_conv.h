@@ -50,6 +50,7 @@ struct DirectPlan {
   std::size_t nco = 0;  // output channels per chunk (the intrinsic's N)
   std::size_t cc = 0;   // input channels per intrinsic (divides C)
   std::size_t gp = 1;   // jobs (pixel-tile ranges) per output-channel chunk
+  std::size_t gq = 1;   // Cin chunks per weight-staging copy (divides qc)
   std::size_t q = 0, qc = 0, tb = 0, jobs = 0, clusters = 0;  // derived: chunks, Cin chunks, bands, jobs, clusters used
   double est_cycles = 0, est_dram_bytes = 0;
   std::string str() const;
