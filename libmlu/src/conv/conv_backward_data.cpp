@@ -3,6 +3,8 @@
 // the group, columns = input pixels of all images, depth = (tap, output channel) gathered from dy
 // (zero-interleaved first when the convolution is strided). The weights are transposed on the
 // device to [Cg][tap][OCg] so the engine's rows are depth-contiguous.
+// Channels-innermost operands at stride 1 run the direct NHWC kernel instead (direct_conv.h): the
+// forward convolution of dy with the weights transposed to [C][tap][OC], taps mirrored.
 #include <memory>
 
 #include "common/error.h"
@@ -10,6 +12,7 @@
 #include "conv/conv_shape.h"
 #include "conv/depthwise.h"
 #include "conv/dilate.h"
+#include "conv/direct_conv.h"
 #include "conv/conv_plan.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
@@ -31,6 +34,9 @@ struct Setup {
   conv::ConvShape s;
   conv::View4 dxv, wv, dyv;
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
+  bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, transposed weights
+  conv::DirectConv dc;
+  conv::DirectPlan dplan;
   conv::WorkspaceLayout ws;
   std::size_t dy_at = 0, w_at = 0, wt_at = 0, dx_at = 0, splitk_at = 0;
   conv::View4 src;  // what the columns read: dy, its dense copy or its zero-interleaved copy
@@ -50,6 +56,25 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
   if (st->depthwise) {
     st->ws.add(conv::depthwise_backward_data_workspace(s));
     return Status::kSuccess;
+  }
+  if (conv::direct_backward_data_applies(*h, s, st->dyv, st->wv, st->dxv)) {
+    conv::DirectConv& d = st->dc;
+    d.dtype = s.dtype;
+    d.n = s.n, d.h = s.oh, d.w = s.ow, d.c = s.oc, d.oc = s.c, d.kh = s.kh, d.kw = s.kw, d.oh = s.h, d.ow = s.w;
+    d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
+    d.pad_h = s.p.dilation_h * i64(s.kh - 1) - s.p.pad_h, d.pad_w = s.p.dilation_w * i64(s.kw - 1) - s.p.pad_w;
+    d.xs_n = st->dyv.strides[0], d.xs_h = st->dyv.strides[2], d.xs_w = st->dyv.strides[3];
+    d.ws_o = i64(s.taps() * s.oc), d.ws_t = i64(s.oc);  // the workspace copy: [C][tap][OC]
+    d.out.dtype = s.dtype;
+    d.out.batch = BatchIndexer{{i64(s.n)}, {st->dxv.strides[0]}};
+    d.out.row_stride = s.w > 1 ? st->dxv.strides[3] : st->dxv.strides[2];
+    d.out.col_stride = 1;
+    st->dplan = conv::plan_direct(*h, d);
+    if (st->dplan.rh > 0) {
+      st->direct = true;
+      st->wt_at = st->ws.add(s.oc * s.c * s.taps() * es);
+      return Status::kSuccess;
+    }
   }
   st->strided = s.p.stride_h > 1 || s.p.stride_w > 1;
   st->src = st->dyv;
@@ -132,6 +157,23 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
   if (st.depthwise) {
     MLU_RETURN_IF_ERROR(conv::depthwise_backward_data(*h, s, st.dyv, addr(dy_ptr), st.wv, addr(w_ptr), st.dxv,
                                                       addr(dx_ptr), ws, workspace_bytes, &kernels));
+    record(*h, kOp, s.macs(), bytes, kernels);
+    return Status::kSuccess;
+  }
+  if (st.direct) {
+    // w[o, (kh, kw), c] -> wt[c, (KH-1-kh, KW-1-kw), o]: per tap an [OC, C] -> [C, OC] transpose.
+    const gemm::MatrixView src{addr(w_ptr), BatchIndexer{{i64(s.kh), i64(s.kw)}, {st.wv.strides[2], st.wv.strides[3]}},
+                               st.wv.strides[0], st.wv.strides[1]};
+    const gemm::MatrixView dst{ws + st.wt_at + (s.taps() - 1) * s.oc * sim::dtype_size(s.dtype),
+                               BatchIndexer{{i64(s.kh), i64(s.kw)}, {-i64(s.kw * s.oc), -i64(s.oc)}}, 1,
+                               i64(s.taps() * s.oc)};
+    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "conv2d_backward_data_transpose_w", s.dtype, s.taps(), s.oc,
+                                                  s.c, src, dst, &k));
+    kernels += k;
+    conv::DirectConv dc = st.dc;
+    dc.x_base = addr(dy_ptr), dc.w_base = ws + st.wt_at, dc.out.base = addr(dx_ptr);
+    MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, st.dplan, &k));
+    kernels += k;
     record(*h, kOp, s.macs(), bytes, kernels);
     return Status::kSuccess;
   }

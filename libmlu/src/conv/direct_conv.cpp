@@ -359,6 +359,17 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
   return x_nhwc && w_ohwi && y_nhwc;
 }
 
+bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
+                                  const View4& dx) {
+  if (s.groups != 1 || s.c == 0 || s.oc == 0 || s.p.stride_h != 1 || s.p.stride_w != 1) return false;
+  if (s.p.pad_h > s.p.dilation_h * i64(s.kh - 1) || s.p.pad_w > s.p.dilation_w * i64(s.kw - 1)) return false;
+  if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
+  const bool dy_nhwc = dy.strides[1] == 1 || s.oc == 1;
+  const bool w_ci = w.strides[1] == 1 || s.c == 1;
+  const bool dx_nhwc = (dx.strides[1] == 1 || s.c == 1) && (s.h == 1 || s.w == 1 || dx.strides[2] == i64(s.w) * dx.strides[3]);
+  return dy_nhwc && w_ci && dx_nhwc;
+}
+
 DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
   const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
   DirectPlan best;

@@ -75,6 +75,14 @@ struct DirectConv {
 bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& w, const View4& y,
                             const OutputStage& stage);
 
+// Whether the direct kernel takes this backward-data convolution: dx = the stride-1 convolution
+// of dy (padded by dilation x (kernel - 1) - pad) with the weights transposed to [C, KH, KW, OC]
+// and their taps mirrored (written to the workspace by one transposing copy, gemm/strided_copy.h).
+// Needs stride 1, groups 1, pad <= dilation x (kernel - 1), dy/dx channels-innermost, weights
+// with channel stride 1, a TFU for the dtype.
+bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
+                                  const View4& dx);
+
 // The best plan for `conv` (rh == 0 when nothing fits the on-chip memories); conv.out's bias and
 // activation decide the epilogue's buffers, not its addresses.
 DirectPlan plan_direct(const Handle& h, const DirectConv& conv);

@@ -346,6 +346,20 @@ TEST_F(ConvTest, BackwardDataFp16AndLayouts) {
   backward_data<float>(kCases[2], Format::kPadded, Format::kChannelsLast, Format::kPadded, 1e-4);
 }
 
+// Stride 1 with channels-innermost operands: the direct kernel on the mirrored, transposed
+// weights (padding up to dilation x (kernel - 1), 1x1 / 3x3 / 7x7, dilation, odd sizes, fp16).
+TEST_F(ConvTest, DirectBackwardData) {
+  backward_data<float>(kCases[0], Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, 1e-4);
+  backward_data<float>(kCases[4], Format::kNhwc, Format::kNhwc, Format::kNhwc, 1e-4);
+  backward_data<float>({2, 5, 9, 8, 6, 3, 2, params(2, 0, 1, 1, 2, 1, 1)}, Format::kChannelsLast,
+                       Format::kChannelsLast, Format::kChannelsLast, 1e-4);
+  backward_data<float>({1, 3, 12, 11, 8, 7, 7, params(3, 2, 1, 1, 1, 1, 1)}, Format::kNhwc, Format::kNhwc,
+                       Format::kNhwc, 1e-4);
+  backward_data<half>(kCases[0], Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3);
+  backward_data<float>({2, 512, 6, 5, 40, 3, 3, params(1, 2, 1, 1, 1, 1, 1)}, Format::kChannelsLast,
+                       Format::kChannelsLast, Format::kChannelsLast, 1e-4);
+}
+
 TEST_F(ConvTest, BackwardDataDepthwise) {
   backward_data<float>({2, 4, 9, 8, 8, 3, 3, params(1, 1, 2, 1, 1, 2, 4)}, Format::kNchw, Format::kNchw, Format::kNchw,
                        1e-4);
