@@ -81,6 +81,26 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
   return b;
 }
 
+// How unevenly a copy of `runs` runs of `run` bytes, `stride` bytes apart, falls on the DRAM
+// channels: busiest channel's bytes x channels / all bytes (1 = even). The DRAM model interleaves
+// addresses over its channels every dram.interleave_bytes and a copy goes at the pace of its
+// busiest channel, so this is the factor by which the copy is slower than an even one.
+double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint64_t stride, std::size_t runs) {
+  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes);
+  const std::uint64_t chans = std::max(1u, cfg.dram_channels);
+  if (run == 0 || runs == 0 || chans == 1) return 1.0;
+  std::vector<std::uint64_t> load(chans, 0);
+  for (std::size_t i = 0; i < std::min<std::size_t>(runs, 256); ++i)
+    for (std::uint64_t a = i * stride, end = a + run; a < end;) {
+      const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
+      load[(a / gran) % chans] += next - a;
+      a = next;
+    }
+  std::uint64_t total = 0, busiest = 0;
+  for (std::uint64_t v : load) total += v, busiest = std::max(busiest, v);
+  return static_cast<double>(busiest) * static_cast<double>(chans) / static_cast<double>(total);
+}
+
 // Cin chunks the memory core stages per copy (a divisor of qc): the fewest whose copy spreads
 // over the DRAM channels. A staging copy reads, per output channel and tap, a run of gq x cc
 // channels; the DRAM model interleaves addresses over its channels every dram.interleave_bytes
@@ -408,6 +428,10 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
       const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
       const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
       const bool direct = direct_out(c, qc);
+      // Input tiles read runs of cc channels a pixel apart (one run per row when cc == C).
+      const double x_skew = seg == g.count * cc * g.es
+                                ? 1.0
+                                : channel_skew(d.config, cc * g.es, static_cast<std::uint64_t>(c.xs_w) * g.es, g.count);
       // Bands of rh rows of one image, then (stride 1) tiles of ni whole images.
       for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
         const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
@@ -420,7 +444,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
           const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
           const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
-          return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores / dram);
+          return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram);
         };
         // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
         // with the TFU; its store overlaps the next tile.
