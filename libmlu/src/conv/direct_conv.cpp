@@ -400,14 +400,14 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
   const double y_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc * g.es);
   const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
   // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC, and OC
-  // cut into q equal chunks (q up to twice the clusters: one or two jobs per cluster).
+  // cut into q equal chunks (q up to 64).
   std::vector<std::size_t> ncos;
   for (std::size_t k = 1;; ++k) {
     const std::size_t v = std::min(c.oc, k * d.tfu_cols);
     ncos.push_back(v);
     if (v == c.oc || ncos.size() >= 64) break;
   }
-  for (std::size_t q = 2; q <= 2 * clusters && q <= c.oc; ++q) ncos.push_back(ceil_div(c.oc, q));
+  for (std::size_t q = 2; q <= 64 && q <= c.oc; ++q) ncos.push_back(ceil_div(c.oc, q));
   std::sort(ncos.begin(), ncos.end());
   ncos.erase(std::unique(ncos.begin(), ncos.end()), ncos.end());
   std::vector<std::size_t> ccs;
