@@ -185,3 +185,26 @@ def test_an_op_without_a_program_step_runs_its_device_kernel(dev):
     out, kernels = new_kernels(f, x.to(dev), y.to(dev))
     torch.testing.assert_close(out.cpu(), f(x, y), rtol=1e-4, atol=1e-5)
     assert sum(k["launches"]["eager"] for k in kernels) >= 2
+
+
+def test_gemm_and_conv_epilogues_use_the_fused_kernels(dev):
+    """Inference: conv + batch norm + ReLU and linear + GELU become libmlu's conv_bn_act and
+    linear_act (the activation in the GEMM/convolution output stage), as backend="mlu" does."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 16), torch.nn.GELU(),
+                                torch.nn.Linear(16, 4)).eval()
+    model[1].running_mean.uniform_(-1, 1)
+    model[1].running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 4, 4)
+    with torch.no_grad():
+        ref = model(x)
+        compiled = torch.compile(model.to(dev))
+        compiled(x.to(dev))
+        torch.mlu.synchronize()
+        torch_mlu.reset_stats()
+        out = compiled(x.to(dev))
+        torch.mlu.synchronize()
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-4, atol=1e-5)
+    ops = {o["name"]: o["calls"] for o in torch_mlu.cycle_report(format="json")["ops"]}
+    assert ops.get("mlu::conv_bn_act") == 1 and ops.get("mlu::linear_act") == 1, ops

@@ -112,9 +112,11 @@ def _op_overrides():
     return MluDeviceOpOverrides()
 
 
-def _codegen_version_pass():
-    """A no-op post-grad pass whose uuid() is a hash of the device codegen's source: Inductor's FX
-    graph cache keys on it, so a cached compiled graph is never reused across codegen changes."""
+def _device_pass():
+    """The device's post-grad pass (Inductor runs it on every graph that touches mlu): GEMM and
+    convolution epilogues onto libmlu's fused kernels (inductor_passes.fuse_epilogues). Its uuid()
+    is a hash of the device codegen's source: Inductor's FX graph cache keys on it, so a cached
+    compiled graph is never reused across codegen changes."""
     import hashlib  # noqa: PLC0415
     import pathlib  # noqa: PLC0415
 
@@ -122,17 +124,20 @@ def _codegen_version_pass():
 
     here = pathlib.Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("inductor.py", "inductor_kernel.py", "inductor_scheduling.py", "inductor_runtime.py"):
+    for name in ("inductor.py", "inductor_kernel.py", "inductor_passes.py", "inductor_scheduling.py",
+                 "inductor_runtime.py"):
         digest.update((here / name).read_bytes())
 
-    class CodegenVersion(CustomGraphModulePass):
+    from .inductor_passes import fuse_epilogues  # noqa: PLC0415
+
+    class DevicePass(CustomGraphModulePass):
         def __call__(self, gm):
-            return None
+            fuse_epilogues(gm)
 
         def uuid(self):
             return digest.hexdigest()
 
-    return CodegenVersion()
+    return DevicePass()
 
 
 # Ops libmlu runs as one fused kernel that beats Inductor's decomposition into reductions and
@@ -140,9 +145,12 @@ def _codegen_version_pass():
 # likewise; gelu's erf has no program op). On mlu tensors Inductor keeps them whole (its
 # decomposition returns NotImplemented, as Inductor does for MTIA's layer_norm) and calls the ATen
 # op as an extern kernel; on every other device the decomposition is unchanged.
+# Inference batch norm stays whole too, for the epilogue pass (inductor_passes.py) to fold it into
+# the convolution before it.
 _KEEP_WHOLE = ("_softmax.default", "_log_softmax.default", "_softmax_backward_data.default",
                "_log_softmax_backward_data.default", "native_layer_norm.default",
-               "native_layer_norm_backward.default", "gelu.default", "gelu_backward.default")
+               "native_layer_norm_backward.default", "gelu.default", "gelu_backward.default",
+               "_native_batch_norm_legit_no_training.default")
 
 
 def _keep_whole_on_device():
@@ -236,10 +244,13 @@ def register():
         register_interface_for_device(f"mlu:{i}", _interface())
     register_device_op_overrides("mlu", _op_overrides())
     _keep_whole_on_device()
+    from .inductor_passes import register_fake_kernels  # noqa: PLC0415
+
+    register_fake_kernels()
     _no_layout_opt_on_device()
     _device_seeds()
     register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen,
-                                device_custom_pass=_codegen_version_pass())
+                                device_custom_pass=_device_pass())
     _registered = True
 
 

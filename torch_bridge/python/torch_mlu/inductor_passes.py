@@ -1,0 +1,185 @@
+"""Inductor's post-grad graph pass for the device: GEMM and convolution epilogues onto libmlu's
+fused kernels (the device's answer to Inductor's GEMM/conv templates with epilogues).
+
+Runs on every post-grad ATen graph that touches mlu (registered as the device's custom backend
+pass, torch_mlu/inductor.py), before Inductor lowers it:
+
+- ``act(addmm(bias, x, permute(w, [1, 0])))`` and ``act(mm(x, permute(w, [1, 0])))`` ->
+  ``mlu::linear_act(x, w, bias, act)``: one GEMM whose epilogue adds the bias and applies the
+  activation before its one store (libmlu linear_act), instead of a GEMM plus a kernel.
+- ``act(_native_batch_norm_legit_no_training(convolution(x, w, b, ...))[0])`` (and a convolution
+  followed by the activation alone, or by the batch norm alone) -> ``mlu::conv_bn_act``: the
+  convolution's output stage applies the folded batch norm and the activation (libmlu
+  conv2d_bn_act_forward). On mlu Inductor keeps inference batch norm whole for this
+  (inductor.py), rather than decomposing it into arithmetic.
+
+act: relu, relu6 (hardtanh(0, 6)), gelu (both approximations), sigmoid, tanh, or none for the
+conv + batch norm pair. A match needs the GEMM/convolution (and batch norm) result to have no other
+user: a value saved for a backward graph or read elsewhere keeps the unfused form. Training
+graphs therefore fuse nothing (their activations' inputs are saved for the backward); the fused
+ops have no backward. New nodes carry FakeTensor metadata from the fused ops' fake kernels.
+"""
+
+import operator
+
+import torch
+
+__all__ = ["fuse_epilogues", "register_fake_kernels"]
+
+aten = torch.ops.aten
+
+
+def _activation(node):
+    """The activation name of `node` (applied to its first argument alone), else None."""
+    if node.op != "call_function":
+        return None
+    t = node.target
+    if t in (aten.relu.default, aten.sigmoid.default, aten.tanh.default):
+        return {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh"}[t]
+    if t == aten.gelu.default:
+        approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
+        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    if t == aten.hardtanh.default:
+        lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min_val", -1.0)
+        hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max_val", 1.0)
+        return "relu6" if (lo, hi) == (0.0, 6.0) else None
+    return None
+
+
+def _only_user(node, user):
+    return len(node.users) == 1 and next(iter(node.users)) is user
+
+
+def _transposed_weight(node):
+    """w when node is permute(w, [1, 0]) of a 2-D w (F.linear's weight as Inductor sees it)."""
+    if node.op == "call_function" and node.target == aten.permute.default and list(node.args[1]) == [1, 0]:
+        w = node.args[0]
+        val = w.meta.get("val") if hasattr(w, "meta") else None
+        if val is not None and val.dim() == 2:
+            return w
+    return None
+
+
+def _linear(act_node, src):
+    """(x, w, bias) when src is addmm/mm of F.linear's shape, feeding act_node only."""
+    if src.op != "call_function" or not _only_user(src, act_node):
+        return None
+    if src.target == aten.addmm.default:
+        if src.kwargs.get("beta", 1) != 1 or src.kwargs.get("alpha", 1) != 1:
+            return None
+        bias, x, wt = src.args[:3]
+        bias_val = bias.meta.get("val")
+        if bias_val is None or bias_val.dim() != 1:
+            return None
+    elif src.target == aten.mm.default:
+        (x, wt), bias = src.args[:2], None
+    else:
+        return None
+    w = _transposed_weight(wt)
+    return None if w is None else (x, w, bias)
+
+
+def _conv(user, src):
+    """The convolution node's args when src is a 2-D, non-transposed convolution feeding user only."""
+    if src.op != "call_function" or src.target != aten.convolution.default or not _only_user(src, user):
+        return None
+    x, w, b, stride, padding, dilation, transposed, output_padding, groups = src.args
+    if transposed or len(stride) != 2 or w.meta["val"].dim() != 4:
+        return None
+    return x, w, b, list(stride), list(padding), list(dilation), groups
+
+
+def _batch_norm(act_node, src):
+    """(conv args, (weight, bias, mean, var, eps)) when src is getitem 0 of an inference batch norm
+    of a convolution, feeding act_node only."""
+    if src.op != "call_function" or src.target != operator.getitem or src.args[1] != 0:
+        return None
+    bn = src.args[0]
+    if bn.op != "call_function" or bn.target != aten._native_batch_norm_legit_no_training.default:
+        return None
+    if not _only_user(src, act_node) or len(bn.users) != 1:
+        return None
+    x, weight, bias, mean, var, _momentum, eps = bn.args
+    conv = _conv(bn, x)
+    return None if conv is None else (conv, (weight, bias, mean, var, eps))
+
+
+def _replace(graph, old, target, args):
+    with graph.inserting_before(old):
+        new = graph.call_function(target, tuple(args))
+    new.meta["val"] = target(*[a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args])
+    old.replace_all_uses_with(new)
+    return new
+
+
+def fuse_epilogues(gm):
+    """Rewrites gm (a post-grad ATen GraphModule) in place; returns {pattern: matches}."""
+    from torch._guards import detect_fake_mode  # noqa: PLC0415
+
+    graph = gm.graph
+    counts = {"linear_act": 0, "conv_bn_act": 0}
+    fake_mode = detect_fake_mode([n.meta.get("val") for n in graph.nodes if "val" in n.meta])
+    with fake_mode if fake_mode is not None else torch._subclasses.fake_tensor.unset_fake_temporarily():
+        for node in list(graph.nodes):
+            act = _activation(node)
+            if act is not None:
+                src = node.args[0]
+                lin = _linear(node, src)
+                if lin is not None and src.meta["val"].device.type == "mlu":
+                    _replace(graph, node, torch.ops.mlu.linear_act.default, (*lin, act))
+                    counts["linear_act"] += 1
+                    continue
+                bn = _batch_norm(node, src)
+                conv = _conv(node, src) if bn is None else bn[0]
+                if conv is not None and src.meta["val"].device.type == "mlu":
+                    x, w, b, stride, padding, dilation, groups = conv
+                    bw, bb, mean, var, eps = bn[1] if bn else (None, None, None, None, 0.0)
+                    _replace(graph, node, torch.ops.mlu.conv_bn_act.default,
+                             (x, w, b, bw, bb, mean, var, eps, stride, padding, dilation, groups, act))
+                    counts["conv_bn_act"] += 1
+                    continue
+            elif (node.op == "call_function" and node.target == operator.getitem and node.args[1] == 0
+                  and node.meta.get("val") is not None and node.meta["val"].device.type == "mlu"):
+                # A batch norm without an activation (one followed by an activation is matched at
+                # the activation, later in topological order).
+                parent = node.args[0]
+                users = list(node.users)
+                if len(users) == 1 and _activation(users[0]) is not None:
+                    continue
+                if (parent.op == "call_function"
+                        and parent.target == aten._native_batch_norm_legit_no_training.default
+                        and len(parent.users) == 1):
+                    x, weight, bias, mean, var, _momentum, eps = parent.args
+                    conv = _conv(parent, x)
+                    if conv is not None:
+                        x, w, b, stride, padding, dilation, groups = conv
+                        _replace(graph, node, torch.ops.mlu.conv_bn_act.default,
+                                 (x, w, b, weight, bias, mean, var, eps, stride, padding, dilation, groups, "none"))
+                        counts["conv_bn_act"] += 1
+        graph.eliminate_dead_code()
+    gm.recompile()
+    return counts
+
+
+def register_fake_kernels():
+    """FakeTensor kernels of the fused ops (shapes, dtypes and contiguous strides, as the device
+    kernels produce), so that graphs containing them can be traced and lowered."""
+    from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: PLC0415,F401
+
+    if getattr(register_fake_kernels, "_done", False):
+        return
+
+    @torch.library.register_fake("mlu::linear_act")
+    def _linear_act(input, weight, bias, activation):
+        return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+    @torch.library.register_fake("mlu::conv_bn_act")
+    def _conv_bn_act(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, eps, stride, padding, dilation,
+                     groups, activation):
+        n, _, h, w = input.shape
+        kh, kw = weight.shape[2], weight.shape[3]
+        oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        return input.new_empty((n, weight.shape[0], oh, ow))
+
+    register_fake_kernels._done = True
