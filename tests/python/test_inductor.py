@@ -171,6 +171,7 @@ def test_compile_compare_reports_eager_and_inductor(dev):
     assert result["max_abs_diff"] < 1e-5
     assert result["total"]["kernel_launches"]["fused"] <= result["total"]["kernel_launches"]["unfused"]
     assert all("launches" in k for k in result["graphs"])
+    assert result["patterns"]["linear_act"] == 1  # linear + ReLU: one GEMM with the ReLU epilogue
     with pytest.raises(ValueError, match="backend must be"):
         torch_mlu.compile_compare(block, (torch.randn(4, 16),), backend="triton")
 

@@ -72,7 +72,8 @@ def compile_compare(module, example_inputs, device=None, backend="mlu"):
     (the same figures as fusion_compare; "unfused" is eager, "fused" compiled). backend: "mlu"
     (the device's Dynamo backend; "graphs" = compiled_graphs() of this compile) or "inductor"
     (PyTorch's default backend with the device's Inductor codegen; "graphs" = the kernels it
-    generated, inductor_kernels(); the FX graph cache is bypassed so that they are generated)."""
+    generated, inductor_kernels(); the FX graph cache is bypassed so that they are generated, and
+    "patterns" counts the GEMM/conv epilogue fusions and the generated kernels' launches by kind)."""
     from . import _device_index
 
     if backend not in ("mlu", "inductor"):
@@ -91,18 +92,33 @@ def compile_compare(module, example_inputs, device=None, backend="mlu"):
     else:
         from torch._inductor import config as inductor_config
 
+        from .inductor_passes import epilogue_matches
         from .inductor_scheduling import kernel_summaries
 
-        start = len(kernel_summaries)
+        start, start_matches = len(kernel_summaries), len(epilogue_matches)
         compiled = torch.compile(module)
         with torch.no_grad(), inductor_config.patch(fx_graph_cache=False):
             compiled(*inputs)  # compiles
         graphs = lambda: [dict(k) for k in kernel_summaries[start:]]  # noqa: E731
+        matches = {}
+        for m in epilogue_matches[start_matches:]:
+            for k, v in m.items():
+                matches[k] = matches.get(k, 0) + v
     fused, out = _measure(compiled, inputs, dev)
     ref, got = _first_tensor(out_ref), _first_tensor(out)
     diff = float((got.cpu().float() - ref.cpu().float()).abs().max()) if ref is not None and ref.numel() else 0.0
-    return {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": graphs(),
-            "max_abs_diff": diff}
+    result = {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": graphs(),
+              "max_abs_diff": diff}
+    if backend == "inductor":
+        kernels = result["graphs"]
+        launches = {}
+        for k in kernels:
+            for kind, n in k["launches"].items():
+                launches[kind] = launches.get(kind, 0) + n
+        # Per fusion pattern: GEMM/conv epilogues (the device pass) and Inductor's generated
+        # kernels, with the device launches they make per forward.
+        result["patterns"] = {**matches, "generated_kernels": len(kernels), "generated_launches": launches}
+    return result
 
 
 def inductor_kernels():

@@ -24,9 +24,12 @@ import operator
 
 import torch
 
-__all__ = ["fuse_epilogues", "register_fake_kernels"]
+__all__ = ["epilogue_matches", "fuse_epilogues", "register_fake_kernels"]
 
 aten = torch.ops.aten
+
+# One {pattern: matches} per graph the pass ran on, in order (compile_compare reports them).
+epilogue_matches = []
 
 
 def _activation(node):
@@ -158,6 +161,7 @@ def fuse_epilogues(gm):
                         counts["conv_bn_act"] += 1
         graph.eliminate_dead_code()
     gm.recompile()
+    epilogue_matches.append(dict(counts))
     return counts
 
 
