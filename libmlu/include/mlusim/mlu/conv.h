@@ -9,9 +9,9 @@
 //
 // Kernels: with channels-innermost operands (NHWC / channels_last activations, weights with
 // channel stride 1), groups == 1 and a TFU array for the dtype, the forward (without a batch norm
-// folded in by fused.h) and the stride-1 backward-data run a direct kernel: the TFU's conv intrinsic on NHWC tiles, weights resident in WRAM, no im2col and no
-// layout kernels (backward-data first writes the weights transposed, taps mirrored, to the
-// workspace). Otherwise grouped and dense convolutions run on the TFU as implicit GEMMs (the GEMM
+// folded in by fused.h) and the stride-1 backward-data run a direct kernel: the TFU's conv
+// intrinsic on NHWC tiles, weights resident in WRAM, no im2col and no layout kernels
+// (backward-data first writes the weights transposed, taps mirrored, to the workspace). Otherwise grouped and dense convolutions run on the TFU as implicit GEMMs (the GEMM
 // engine of gemm.h with an im2col operand gathered by DMA from an input window the memory cores
 // stage in SRAM); depthwise ones (C/groups == 1) run on the VFU. There, backward-data is a
 // convolution of the output gradient with the weights' taps mirrored (the gradient is
