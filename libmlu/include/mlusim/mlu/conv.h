@@ -11,16 +11,16 @@
 // channel stride 1), groups == 1 and a TFU array for the dtype, the forward (without a batch norm
 // folded in by fused.h) and the stride-1 backward-data run a direct kernel: the TFU's conv
 // intrinsic on NHWC tiles, weights resident in WRAM, no im2col and no layout kernels
-// (backward-data first writes the weights transposed, taps mirrored, to the workspace). Otherwise grouped and dense convolutions run on the TFU as implicit GEMMs (the GEMM
-// engine of gemm.h with an im2col operand gathered by DMA from an input window the memory cores
-// stage in SRAM); depthwise ones (C/groups == 1) run on the VFU. There, backward-data is a
-// convolution of the output gradient with the weights' taps mirrored (the gradient is
-// zero-interleaved on the device first when stride > 1); backward-weight is a GEMM of the output
-// gradient with the im2col of the input, its depth (batch x output pixels) split over clusters
-// when the weight tensor is small. Operands these GEMMs cannot read as they are (e.g. NHWC) are
-// rearranged into the workspace on the device; so is the input of a forward convolution strided
-// along x (split by column phase, or, for a 1x1 kernel without padding, just the pixels on the
-// stride grid).
+// (backward-data first writes the weights transposed, taps mirrored, to the workspace). Otherwise
+// grouped and dense convolutions run on the TFU as implicit GEMMs (the GEMM engine of gemm.h with
+// an im2col operand gathered by DMA from an input window the memory cores stage in SRAM);
+// depthwise ones (C/groups == 1) run on the VFU. There, backward-data is a convolution of the
+// output gradient with the weights' taps mirrored (the gradient is zero-interleaved on the device
+// first when stride > 1); backward-weight is a GEMM of the output gradient with the im2col of the
+// input, its depth (batch x output pixels) split over clusters when the weight tensor is small.
+// Operands these GEMMs cannot read as they are (e.g. NHWC) are rearranged into the workspace on
+// the device; so is the input of a forward convolution strided along x (split by column phase, or,
+// for a 1x1 kernel without padding, just the pixels on the stride grid).
 // Query the workspace with the get_..._workspace_size functions. Asynchronous.
 // Records MACs = N x OC x OH x OW x C/groups x KH x KW, and the bytes of every operand once.
 #pragma once
