@@ -109,7 +109,8 @@ double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint
 // them). Accepted: the busiest channel carries at most 1.25x the mean.
 std::size_t stage_group(const DirectConv& c, const sim::HardwareConfig& cfg, std::size_t nco, std::size_t cc) {
   const std::size_t qc = c.c / cc, es = sim::dtype_size(c.dtype), taps = c.kh * c.kw;
-  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes), chans = std::max(1u, cfg.dram_channels);
+  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes);
+  const std::uint64_t chans = std::max(1u, cfg.dram_channels);
   for (std::size_t d = 1; d < qc; ++d) {
     if (qc % d != 0) continue;
     std::vector<std::uint64_t> load(chans, 0);
@@ -240,7 +241,8 @@ class DirectRun {
     const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(in_h));
     if (lo > 0) vec_fill(c_.dtype, slot, 0.0, static_cast<std::size_t>(lo) * g_.wp * p_.cc);
     if (hi < i64(in_h))
-      vec_fill(c_.dtype, slot.offset(hi * i64(row_bytes)), 0.0, static_cast<std::size_t>(i64(in_h) - hi) * g_.wp * p_.cc);
+      vec_fill(c_.dtype, slot.offset(hi * i64(row_bytes)), 0.0,
+               static_cast<std::size_t>(i64(in_h) - hi) * g_.wp * p_.cc);
     if (hi == lo || g_.count == 0) return;
     const std::size_t rows = static_cast<std::size_t>(hi - lo);
     const Addr dst = slot.offset(lo * i64(row_bytes) + c_.pad_w * i64(p_.cc * g_.es));
@@ -363,8 +365,9 @@ class DirectRun {
 }  // namespace
 
 std::string DirectPlan::str() const {
-  return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) + " cc=" + std::to_string(cc) +
-         " gp=" + std::to_string(gp) + " gq=" + std::to_string(gq) + " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
+  return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) +
+         " cc=" + std::to_string(cc) + " gp=" + std::to_string(gp) + " gq=" + std::to_string(gq) +
+         " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
          " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
 }
@@ -374,8 +377,10 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
   if (s.groups != 1 || stage.affine.enabled || s.c == 0 || s.oc == 0) return false;
   if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
   const bool x_nhwc = x.strides[1] == 1 || s.c == 1;
-  const bool w_ohwi = (w.strides[1] == 1 || s.c == 1) && (s.kh == 1 || s.kw == 1 || w.strides[2] == i64(s.kw) * w.strides[3]);
-  const bool y_nhwc = (y.strides[1] == 1 || s.oc == 1) && (s.oh == 1 || s.ow == 1 || y.strides[2] == i64(s.ow) * y.strides[3]);
+  const bool w_ohwi =
+      (w.strides[1] == 1 || s.c == 1) && (s.kh == 1 || s.kw == 1 || w.strides[2] == i64(s.kw) * w.strides[3]);
+  const bool y_nhwc =
+      (y.strides[1] == 1 || s.oc == 1) && (s.oh == 1 || s.ow == 1 || y.strides[2] == i64(s.ow) * y.strides[3]);
   return x_nhwc && w_ohwi && y_nhwc;
 }
 
@@ -386,7 +391,8 @@ bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const Vie
   if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
   const bool dy_nhwc = dy.strides[1] == 1 || s.oc == 1;
   const bool w_ci = w.strides[1] == 1 || s.c == 1;
-  const bool dx_nhwc = (dx.strides[1] == 1 || s.c == 1) && (s.h == 1 || s.w == 1 || dx.strides[2] == i64(s.w) * dx.strides[3]);
+  const bool dx_nhwc =
+      (dx.strides[1] == 1 || s.c == 1) && (s.h == 1 || s.w == 1 || dx.strides[2] == i64(s.w) * dx.strides[3]);
   return dy_nhwc && w_ci && dx_nhwc;
 }
 
@@ -459,7 +465,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
           return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
         };
         auto tile_cycles = [&](std::size_t rows) {
-          const double tfu = static_cast<double>(d.matmul_cycles(g.tile_out_rows(c, rows, ni) * c.ow, g.taps * cc, nco));
+          const std::size_t m = g.tile_out_rows(c, rows, ni) * c.ow;
+          const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, nco));
           const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
           return static_cast<double>(qc) * step + epilogue(rows);
         };
