@@ -393,10 +393,18 @@ Status elementwise_program(Handle* h, const ElementwiseProgram& program, const s
 
   ew::Program p;
   std::vector<ew::Val> values(program.nodes.size());
+  // Operands as the nodes read them: with fp32 intermediates, fp16 values read as fp32 (an fp16
+  // input or cast converts exactly, a constant keeps its fp16-rounded value).
+  std::vector<ew::Val> read(program.nodes.size());
   for (int id : order) {
     if (!live[static_cast<std::size_t>(id)]) continue;
     const ExprNode& n = program.nodes[static_cast<std::size_t>(id)];
-    const Status s = compile_node(p, n, id, values, operand_of_input, inputs, &values[static_cast<std::size_t>(id)]);
+    const Status s = compile_node(p, n, id, program.fp32_intermediates ? read : values, operand_of_input, inputs,
+                                  &values[static_cast<std::size_t>(id)]);
+    ew::Val& r = read[static_cast<std::size_t>(id)];
+    r = values[static_cast<std::size_t>(id)];
+    if (program.fp32_intermediates && (r.dtype == DType::kFloat16 || r.dtype == DType::kBFloat16))
+      r.dtype = DType::kFloat32;
     if (s != Status::kSuccess) {
       const std::string detail = last_error_detail();
       if (detail.rfind(kOp, 0) == 0) return s;  // already names the node

@@ -4,6 +4,7 @@
 // inputs; one kernel and fewer GDRAM bytes than the chain; bad programs give kBadParam naming the
 // node.
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "elementwise/strided_ref.h"
@@ -219,6 +220,39 @@ TEST_F(ElementwiseProgramTest, AlphaAndConstantsOnly) {
   fill_prog.set_output(fill_prog.binary(BinaryOp::kMul, fill_prog.constant(1.5), fill_prog.constant(4, DType::kInt64)));
   ASSERT_EQ(elementwise_program(handle_, fill_prog, {}, yd, y), Status::kSuccess) << last_error_detail();
   for (float v : out<float>(y, {3, 50})) EXPECT_EQ(v, 6.0f);
+}
+
+// fp32_intermediates: an fp16 chain computes in fp32 and rounds once on store (torch's opmath),
+// bit-exact against the host's float arithmetic; without it every step rounds to fp16.
+TEST_F(ElementwiseProgramTest, Fp16ChainWithFp32IntermediatesRoundsOnce) {
+  HostTensor<half> x = tensor<half>({8, 50}, {}, 13, -3.0f, 3.0f);
+  const TensorDesc yd = desc(DType::kFloat16, {8, 50});
+  void* y = dalloc(400 * 2);
+  ElementwiseProgram prog;
+  const int in = prog.input(0);
+  const int sq = prog.binary(BinaryOp::kMul, in, in);
+  const int t = prog.binary(BinaryOp::kMul, prog.binary(BinaryOp::kAdd, sq, prog.constant(3.0)), in);
+  prog.set_output(prog.binary(BinaryOp::kSub, prog.binary(BinaryOp::kDiv, t, prog.constant(7.0)), prog.constant(1.0)));
+  std::vector<half> want(400), per_step(400);
+  for (std::size_t i = 0; i < 400; ++i) {
+    const float v = static_cast<float>(x.data[i]);
+    want[i] = half(((v * v + 3.0f) * v) / 7.0f - 1.0f);
+    const float s = static_cast<float>(half(v * v)), a = static_cast<float>(half(s + 3.0f));
+    const float m = static_cast<float>(half(a * v)), d = static_cast<float>(half(m / 7.0f));
+    per_step[i] = half(d - 1.0f);
+  }
+  auto bits = [](const std::vector<half>& v) {
+    std::vector<std::uint16_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * 2);
+    return b;
+  };
+  prog.fp32_intermediates = true;
+  ASSERT_EQ(elementwise_program(handle_, prog, {{&x.d, x.p}}, yd, y), Status::kSuccess) << last_error_detail();
+  EXPECT_EQ(bits(out<half>(y, {8, 50})), bits(want));
+  prog.fp32_intermediates = false;
+  ASSERT_EQ(elementwise_program(handle_, prog, {{&x.d, x.p}}, yd, y), Status::kSuccess) << last_error_detail();
+  EXPECT_EQ(bits(out<half>(y, {8, 50})), bits(per_step));
+  EXPECT_NE(bits(want), bits(per_step));  // the data tells the two apart
 }
 
 TEST_F(ElementwiseProgramTest, BadPrograms) {

@@ -720,9 +720,11 @@ Tensor addc(const char* name, bool divide, const Tensor& self, const Tensor& t1,
   const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&os, &o1, &o2}));
   check_overlap(name, out, {&os.t, &o1.t, &o2.t});
   const Tensor ts = materialize(op, os, common);
-  const Tensor tmp = empty_on(device, broadcast(name, {o1.sizes(), o2.sizes()}), common);
+  // fp16: the product/quotient stays in fp32 and the sum rounds once, as torch's opmath kernels.
+  const ScalarType inner = common == at::kHalf ? at::kFloat : common;
+  const Tensor tmp = empty_on(device, broadcast(name, {o1.sizes(), o2.sizes()}), inner);
   if (tmp.numel() > 0) {
-    const Tensor a = materialize(op, o1, common), b = materialize(op, o2, common);
+    const Tensor a = materialize(op, o1, inner).to(inner), b = materialize(op, o2, inner).to(inner);
     binary_kernel(op, divide ? BinaryOp::kDiv : BinaryOp::kMul, Operand{a, 0.0}, Operand{b, 0.0}, 1.0, tmp);
   }
   run_into(op, out, common, [&](const Tensor& y) {

@@ -780,8 +780,20 @@ mlu::ElementwiseProgram to_mlu(const Program& p, const std::vector<TypeInfo>& ty
 
 }  // namespace
 
+namespace {
+Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates);
+}  // namespace
+
 // Declared in op_support.h: other op families compute through programs too (program_ops.cpp).
+// Each such program is one ATen op, so it computes as torch's kernels do: fp16 intermediates in
+// fp32, rounded once on store (mlu::ElementwiseProgram::fp32_intermediates).
 Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view program_text) {
+  return run_program(inputs_in, program_text, true);
+}
+
+namespace {
+
+Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates) {
   TORCH_CHECK_VALUE(!inputs_in.empty(), kElementwise, ": needs at least one input tensor");
   // The device: the first input that is not a CPU scalar.
   const Tensor* dev_of = &inputs_in[0];
@@ -822,7 +834,8 @@ Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view progra
       break;
     }
   Tensor y = like ? empty_like_dense(*like, shape, out_dtype) : empty_on(op.device(), shape, out_dtype);
-  const mlu::ElementwiseProgram mp = to_mlu(prog, types, op.name());
+  mlu::ElementwiseProgram mp = to_mlu(prog, types, op.name());
+  mp.fp32_intermediates = fp32_intermediates;
   std::vector<mlu::TensorDesc> descs;
   descs.reserve(inputs.size());
   for (const Tensor& t : inputs) descs.push_back(desc(t, op.name()));
@@ -833,9 +846,9 @@ Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view progra
   return y;
 }
 
-namespace {
-
-Tensor mlu_elementwise(at::TensorList inputs, c10::string_view program) { return run_elementwise_program(inputs, program); }
+// mlu::elementwise (what the fusion pass emits for a chain of ATen ops): each intermediate
+// rounded to its dtype, as the unfused chain rounds it.
+Tensor mlu_elementwise(at::TensorList inputs, c10::string_view program) { return run_program(inputs, program, false); }
 
 // The CPU reference: the chain of at:: ops. Literals are wrapped numbers (Python scalars) or
 // zero-dim tensors; a step whose result is fp16 computes in fp32 and rounds once, as the device.

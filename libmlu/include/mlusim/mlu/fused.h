@@ -134,6 +134,12 @@ struct ExprNode {
 struct ElementwiseProgram {
   std::vector<ExprNode> nodes;
   int output = -1;  // the node stored to y (converted to y's dtype, which it must can_cast to)
+  // fp32 intermediates ("opmath", as torch's CPU/CUDA kernels compute half): every fp16 value a
+  // node computes stays in fp32 on the VFU (fp16 inputs and constants are widened where read) and
+  // is rounded to fp16 once, on store. Promotion is unchanged otherwise (categories are the same).
+  // Off: each intermediate is rounded to its result dtype, as the sequence of ops would round it.
+  // Explicit cast nodes to fp16 still round.
+  bool fp32_intermediates = false;
 
   int input(int index);
   int constant(double value, DType dtype = DType::kFloat32);
