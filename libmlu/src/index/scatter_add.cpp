@@ -1,11 +1,13 @@
-// scatter_add: out = self, then out[.., index[i], ..] += src[i] along dim.
+// scatter / scatter_add: out = self, then out[.., index[i], ..] = src[i] (or op= src[i]) along dim.
 //
 // Updates can only collide within one "line" (the positions sharing every coordinate but dim),
 // so lines are the unit of work: task t owns a contiguous run of lines and applies each line's
-// updates in index order, exactly torch's CPU order, with no two tasks writing the same element.
-// Per line, chunks of indices are loaded and checked and the matching src values loaded into
-// NRAM; each update is a read-modify-write of one out element (DMA in, VFU add, DMA out), in the
-// tensor's dtype (fp16 rounds per add, as torch; int64 adds in int32 after the range check).
+// updates in index order, exactly torch's CPU order (so the last update of a position wins when
+// assigning), with no two tasks writing the same element. Per line, chunks of indices are loaded
+// and checked and the matching src values loaded into NRAM; an assignment is one single-element
+// DMA out, a reduction a read-modify-write of one out element (DMA in, VFU add/mul/max/min, DMA
+// out), in the tensor's dtype (fp16 rounds per update, as torch; int64 in int32 after the range
+// check; max/min propagate NaN, as torch's scatter_reduce amax/amin).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -25,6 +27,8 @@ using dev::Addr;
 
 struct ScatterAddLaunch {
   std::uint64_t index = 0, src = 0, out = 0;
+  ScatterReduce reduce = ScatterReduce::kAdd;
+  const char* op = "scatter_add";
   DType dtype = DType::kFloat32, index_dtype = DType::kInt64;
   int dim = 0;
   std::int64_t lines = 0, count = 0, chunk = 0;  // lines, updates per line, updates per NRAM chunk
@@ -32,6 +36,19 @@ struct ScatterAddLaunch {
   std::vector<std::array<std::int64_t, 3>> line_strides;  // index, src, out (elements)
   std::int64_t index_dim_stride = 0, src_dim_stride = 0, out_dim_stride = 0, out_dim_size = 0;
 };
+
+sim::VecBinaryOp vfu_op(ScatterReduce r) {
+  switch (r) {
+    case ScatterReduce::kMul:
+      return sim::VecBinaryOp::kMul;
+    case ScatterReduce::kMax:
+      return sim::VecBinaryOp::kMax;
+    case ScatterReduce::kMin:
+      return sim::VecBinaryOp::kMin;
+    default:
+      return sim::VecBinaryOp::kAdd;
+  }
+}
 
 void scatter_add_body(const ScatterAddLaunch& L) {
   const auto es = static_cast<std::int64_t>(sim::dtype_size(L.dtype));
@@ -55,16 +72,21 @@ void scatter_add_body(const ScatterAddLaunch& L) {
       const std::int64_t n = std::min(L.chunk, L.count - n0);
       const Addr values = checker.load(L.index + static_cast<std::uint64_t>(off[0] + n0 * L.index_dim_stride) * ies,
                                        L.index_dim_stride, static_cast<std::size_t>(n),
-                                       idx::IndexBound{"scatter_add", L.dim, L.out_dim_size});
+                                       idx::IndexBound{L.op, L.dim, L.out_dim_size});
       tile::copy_box(src, Addr{sim::Space::kGdram, L.src + static_cast<std::uint64_t>((off[1] + n0 * L.src_dim_stride) * es)},
                      dev::Dir::kGdram2Nram, static_cast<std::size_t>(es), {{n, es, L.src_dim_stride * es}}, false);
-      if (narrow) dev::vec_cast(DType::kInt32, src_math, DType::kInt64, src, static_cast<std::size_t>(n));
+      if (narrow && L.reduce != ScatterReduce::kNone)
+        dev::vec_cast(DType::kInt32, src_math, DType::kInt64, src, static_cast<std::size_t>(n));
       for (std::int64_t k = 0; k < n; ++k) {
         const std::int64_t i = idx::index_at(values, static_cast<std::size_t>(k));
         const Addr target{sim::Space::kGdram, L.out + static_cast<std::uint64_t>((off[2] + i * L.out_dim_stride) * es)};
+        if (L.reduce == ScatterReduce::kNone) {  // in order: the last update of a position wins
+          dev::memcpy(target, src.offset(k * es), static_cast<std::size_t>(es), dev::Dir::kNram2Gdram);
+          continue;
+        }
         dev::memcpy(cell, target, static_cast<std::size_t>(es), dev::Dir::kGdram2Nram);
         if (narrow) dev::vec_cast(DType::kInt32, cell_math, DType::kInt64, cell, 1);
-        dev::vec_binary(sim::VecBinaryOp::kAdd, math, cell_math, cell_math,
+        dev::vec_binary(vfu_op(L.reduce), math, cell_math, cell_math,
                         src_math.offset(k * static_cast<std::int64_t>(sim::dtype_size(math))), 1);
         if (narrow) dev::vec_cast(DType::kInt64, cell, DType::kInt32, cell_math, 1);
         dev::memcpy(target, cell, static_cast<std::size_t>(es), dev::Dir::kNram2Gdram);
@@ -78,15 +100,27 @@ void scatter_add_body(const ScatterAddLaunch& L) {
 Status scatter_add(Handle* h, const TensorDesc& self, const void* self_ptr, int dim, const TensorDesc& index,
                    const void* index_ptr, const TensorDesc& src, const void* src_ptr, const TensorDesc& out,
                    void* out_ptr) {
-  const char* op = "scatter_add";
+  return scatter(h, self, self_ptr, dim, index, index_ptr, src, src_ptr, ScatterReduce::kAdd, out, out_ptr);
+}
+
+Status scatter(Handle* h, const TensorDesc& self, const void* self_ptr, int dim, const TensorDesc& index,
+               const void* index_ptr, const TensorDesc& src, const void* src_ptr, ScatterReduce reduce,
+               const TensorDesc& out, void* out_ptr) {
+  const char* op = reduce == ScatterReduce::kAdd ? "scatter_add" : "scatter";
   MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_CHECK(static_cast<std::uint8_t>(reduce) <= static_cast<std::uint8_t>(ScatterReduce::kMin), Status::kBadParam,
+            std::string(op) + ": unknown reduction " + std::to_string(static_cast<int>(reduce)));
   MLU_RETURN_IF_ERROR(check_desc(&self, op, "self"));
   MLU_RETURN_IF_ERROR(check_desc(&index, op, "index"));
   MLU_RETURN_IF_ERROR(check_desc(&src, op, "src"));
   MLU_RETURN_IF_ERROR(check_desc(&out, op, "out"));
   MLU_RETURN_IF_ERROR(check_dtype_in(index, {DType::kInt32, DType::kInt64}, op, "index"));
-  MLU_RETURN_IF_ERROR(
-      check_dtype_in(self, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64}, op, "self"));
+  if (reduce == ScatterReduce::kNone)
+    MLU_RETURN_IF_ERROR(check_dtype_in(
+        self, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64, DType::kBool}, op, "self"));
+  else
+    MLU_RETURN_IF_ERROR(
+        check_dtype_in(self, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64}, op, "self"));
   MLU_CHECK(src.dtype() == self.dtype() && out.dtype() == self.dtype(), Status::kBadParam,
             std::string(op) + ": self, src and out must share one dtype");
   MLU_CHECK(self.ndim() >= 1 && index.ndim() == self.ndim() && src.ndim() == self.ndim(), Status::kBadParam,
@@ -123,6 +157,8 @@ Status scatter_add(Handle* h, const TensorDesc& self, const void* self_ptr, int 
     L->out = reinterpret_cast<std::uintptr_t>(out_ptr);
     L->dtype = self.dtype();
     L->index_dtype = index.dtype();
+    L->reduce = reduce;
+    L->op = op;
     L->dim = dim;
     L->count = index.dim(dim);
     L->lines = index.numel() / L->count;

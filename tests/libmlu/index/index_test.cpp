@@ -269,6 +269,46 @@ TEST_F(IndexTest, ScatterAddInPlaceInt64AndOutOfRange) {
   EXPECT_EQ(scatter_add(&h(), d, sp, 0, d, id, desc(DType::kInt32, {4}), srcp, d, sp), Status::kBadParam);
 }
 
+TEST_F(IndexTest, ScatterAssignsLastWriterAndReducesInIndexOrder) {
+  // Duplicates in one line: assignment keeps the last update in index order (torch's CPU kernel);
+  // mul/max/min reduce every update; a NaN update propagates through max.
+  const std::vector<float> self = {1, 2, 3, 4, 5, 6};  // [2, 3]
+  const std::vector<std::int64_t> ids = {2, 0, 2, 1, 1, 1};  // [2, 3], dim 1
+  const std::vector<float> src = {10, 20, 30, -1, std::nanf(""), 7};
+  void* sp = to_device(self);
+  void* id = to_device(ids);
+  void* srcp = to_device(src);
+  void* out = dalloc(6 * 4);
+  const TensorDesc d = desc(DType::kFloat32, {2, 3}), di = desc(DType::kInt64, {2, 3});
+  auto run = [&](ScatterReduce r) {
+    EXPECT_EQ(scatter(&h(), d, sp, 1, di, id, d, srcp, r, d, out), Status::kSuccess) << last_error_detail();
+    return from_device<float>(out, 6);
+  };
+  EXPECT_EQ(run(ScatterReduce::kNone), (std::vector<float>{20, 2, 30, 4, 7, 6}));
+  const auto mul = run(ScatterReduce::kMul);
+  EXPECT_EQ(mul[0], 20.0f);
+  EXPECT_EQ(mul[2], 900.0f);
+  EXPECT_TRUE(std::isnan(mul[4]));
+  const auto mx = run(ScatterReduce::kMax);
+  EXPECT_EQ(mx[2], 30.0f);
+  EXPECT_TRUE(std::isnan(mx[4]));
+  const auto mn = run(ScatterReduce::kMin);
+  EXPECT_EQ(mn[0], 1.0f);
+  EXPECT_EQ(mn[2], 3.0f);
+  EXPECT_TRUE(std::isnan(mn[4]));
+  // A broadcast value (stride-0 src) into a bool tensor: scatter.value.
+  const std::vector<std::uint8_t> flags(6, 0), one = {1};
+  void* fp = to_device(flags);
+  void* vp = to_device(one);
+  const TensorDesc db = desc(DType::kBool, {2, 3});
+  ASSERT_EQ(scatter(&h(), db, fp, 1, desc(DType::kInt64, {2, 1}), id, desc(DType::kBool, {2, 3}, {0, 0}), vp,
+                    ScatterReduce::kNone, db, fp),
+            Status::kSuccess)
+      << last_error_detail();
+  EXPECT_EQ(from_device<std::uint8_t>(fp, 6), (std::vector<std::uint8_t>{0, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(scatter(&h(), db, fp, 1, di, id, db, fp, ScatterReduce::kAdd, db, fp), Status::kNotSupported);
+}
+
 TEST_F(IndexTest, CatOfStridedAndConvertedInputs) {
   const auto a = random<float>(4 * 3, 20);
   const auto b = random<float>(5 * 4, 21);  // used transposed: [4, 5]

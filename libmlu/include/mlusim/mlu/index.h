@@ -1,5 +1,5 @@
 // Indexing ops with PyTorch semantics: embedding forward/backward, index_select, gather,
-// scatter_add, cat and nonzero, on strided tensors of any dtype (indices int32 or int64).
+// scatter_add, scatter (assign or reduce), cat and nonzero, on strided tensors of any dtype (indices int32 or int64).
 //
 // Index tensors are read by the kernels themselves (integer data is always computed, also in
 // timing-only mode). An index outside [0, size) faults the kernel with a message naming the op,
@@ -46,6 +46,17 @@ Status gather(Handle* h, const TensorDesc& x, const void* x_ptr, int dim, const 
 Status scatter_add(Handle* h, const TensorDesc& self, const void* self_ptr, int dim, const TensorDesc& index,
                    const void* index_ptr, const TensorDesc& src, const void* src_ptr, const TensorDesc& out,
                    void* out_ptr);
+
+// How scatter combines an update with the element it lands on: assign (torch's scatter), add,
+// multiply, max, min (scatter_reduce's sum, prod, amax, amin; max/min propagate NaN).
+enum class ScatterReduce : std::uint8_t { kNone, kAdd, kMul, kMax, kMin };
+
+// out = self.scatter(dim, index, src) with `reduce`: as scatter_add, each line's updates applied
+// in index order (with kNone the last update of a position wins, as torch's CPU kernel). src may
+// broadcast (stride 0: scatter of a value). kNone also takes bool.
+Status scatter(Handle* h, const TensorDesc& self, const void* self_ptr, int dim, const TensorDesc& index,
+               const void* index_ptr, const TensorDesc& src, const void* src_ptr, ScatterReduce reduce,
+               const TensorDesc& out, void* out_ptr);
 
 // out = torch.cat(inputs, dim): inputs equal to out's dims except along dim, where their sizes
 // add up to out's; any strides; dtypes converted to out's. 1-d empty inputs are skipped (torch).

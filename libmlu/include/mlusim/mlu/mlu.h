@@ -14,6 +14,7 @@
 #include "mlusim/mlu/pool.h"
 #include "mlusim/mlu/random.h"
 #include "mlusim/mlu/reduce.h"
+#include "mlusim/mlu/sort.h"
 #include "mlusim/mlu/softmax.h"
 #include "mlusim/mlu/status.h"
 #include "mlusim/mlu/tensor.h"
