@@ -65,16 +65,19 @@ struct CoreBuffers {
   std::size_t nram() const { return 2 * xslot + 2 * acc + out_stage + bias_raw + bias32 + act_tmp; }
   std::size_t wram() const { return wslots * wslot; }
 };
+// `ps` < nco (single Cin chunk, output written by the intrinsics): the chunk runs as pieces of ps
+// output channels, each its own intrinsic, WRAM slot and accumulator block.
 CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t ni, std::size_t nco,
-                         std::size_t cc, std::size_t wram_bytes) {
+                         std::size_t cc, std::size_t ps, std::size_t wram_bytes) {
   CoreBuffers b;
   const std::size_t m = g.tile_out_rows(c, rh, ni) * c.ow, qc = c.c / cc;
+  const std::size_t pieces = ceil_div(nco, ps), units = qc > 1 ? qc : pieces;
   const bool fp32_acc = c.dtype == sim::DType::kFloat32 || !direct_out(c, qc);
   b.xslot = up128(g.tile_in_rows(c, rh, ni) * g.wp * cc * g.es);
-  b.wslot = up128(nco * g.taps * cc * g.es);
-  b.resident = qc * b.wslot <= wram_bytes;
-  b.wslots = b.resident ? qc : 2;
-  b.acc = up128(m * nco * (fp32_acc ? 4 : g.es));
+  b.wslot = up128(ps * g.taps * cc * g.es);
+  b.resident = units * b.wslot <= wram_bytes;
+  b.wslots = b.resident ? units : 2;
+  b.acc = up128(m * pieces * ps * (fp32_acc ? 4 : g.es));
   if (!direct_out(c, qc) && c.dtype != sim::DType::kFloat32) b.out_stage = up128(m * nco * g.es);
   if (c.out.bias) b.bias_raw = up128(nco * g.es), b.bias32 = up128(m * nco * 4);
   if (activation_needs_temp(c.out.act)) b.act_tmp = up128(m * nco * 4);
@@ -165,11 +168,33 @@ class DirectRun {
     return j;
   }
   std::size_t chunk_bytes(const Job& j) const { return j.nco * g_.taps * p_.cc * g_.es; }
-  std::size_t groups() const { return p_.qc / gq_; }
+  // Output-channel pieces (qc == 1 only): piece u is channels [u * ps, u * ps + piece_n(u)) of the job.
+  std::size_t pieces(const Job& j) const { return ceil_div(j.nco, p_.ps); }
+  std::size_t piece_n(const Job& j, std::size_t u) const { return std::min(p_.ps, j.nco - u * p_.ps); }
+  bool piecewise(const Job& j) const { return p_.qc == 1 && pieces(j) > 1; }
+  // Units of a tile: Cin chunks, or output-channel pieces.
+  std::size_t units(const Job& j) const { return piecewise(j) ? pieces(j) : p_.qc; }
+  std::size_t groups(const Job& j) const { return piecewise(j) ? pieces(j) : p_.qc / gq_; }
 
   // Memory core: staging group `gi` (gq Cin chunks) of the job's weights into SRAM as a dense
   // [nco, KH, KW, gq x cc] block.
   void stage(const Job& j, std::size_t gi) const {
+    if (piecewise(j)) {  // piece gi: its channels' weights, [piece_n, KH, KW, C] (contiguous when dense)
+      const std::size_t run = g_.taps * c_.c * g_.es, n = piece_n(j, gi);
+      const Addr dst = wsram_.offset(i64(gi * p_.ps * run));
+      const Addr src{Space::kGdram,
+                     c_.w_base + static_cast<std::uint64_t>(i64(j.co0 + gi * p_.ps) * c_.ws_o * i64(g_.es))};
+      CopyShape sh;
+      if (c_.ws_t == i64(c_.c) && c_.ws_o == i64(g_.taps * c_.c))
+        sh = CopyShape{n * run};
+      else if (c_.ws_t == i64(c_.c))
+        sh = CopyShape{run, n, i64(run), c_.ws_o * i64(g_.es)};
+      else
+        sh = CopyShape{c_.c * g_.es, g_.taps, i64(c_.c * g_.es), c_.ws_t * i64(g_.es),
+                       n,           i64(run), c_.ws_o * i64(g_.es)};
+      memcpy_strided_async(dst, src, sh, Dir::kGdram2Sram);
+      return;
+    }
     const std::size_t wg = gq_ * p_.cc;
     const Addr dst = wsram_.offset(i64(gi * gq_ * chunk_bytes(j)));
     const Addr src{Space::kGdram,
@@ -191,7 +216,7 @@ class DirectRun {
   void run_memory_core() {
     for (std::size_t k : jobs_) {
       const Job j = job(k);
-      for (std::size_t gi = 0; gi < groups(); ++gi) {
+      for (std::size_t gi = 0; gi < groups(j); ++gi) {
         stage(j, gi);
         sync_io();
         sync_cluster();
@@ -214,8 +239,13 @@ class DirectRun {
     return r;
   }
 
-  // Cin chunk `ci` of the job's weights from its staging group in SRAM into a WRAM slot.
+  // Unit u's weights from SRAM into a WRAM slot: Cin chunk u from its staging group, or piece u.
   void load_w(const Job& j, std::size_t ci, Addr slot) const {
+    if (piecewise(j)) {
+      const std::size_t run = g_.taps * c_.c * g_.es;
+      memcpy_async(slot, wsram_.offset(i64(ci * p_.ps * run)), piece_n(j, ci) * run, Dir::kSram2Wram);
+      return;
+    }
     const std::size_t gi = ci / gq_, sub = ci % gq_, run = p_.cc * g_.es, wg = gq_ * run;
     const Addr src = wsram_.offset(i64(gi * gq_ * chunk_bytes(j) + sub * run));
     if (gq_ == 1)
@@ -257,20 +287,21 @@ class DirectRun {
     memcpy_strided_async(dst, src, s, Dir::kGdram2Nram);
   }
 
-  // A tile's [rows x OW, nco] result, already in the output dtype, to y (asynchronous).
-  void store(Addr src, const Tile& t, const Job& j) const {
+  // A tile's [rows x OW, n] result for channels [co0, co0 + n), already in the output dtype, to y
+  // (asynchronous).
+  void store(Addr src, const Tile& t, std::size_t co0, std::size_t n) const {
     const gemm::OutputSpec& o = c_.out;
     const std::size_t nr = t.rows * c_.ow;
-    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0 * c_.ow) * o.row_stride + i64(j.co0) * o.col_stride;
+    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0 * c_.ow) * o.row_stride + i64(co0) * o.col_stride;
     const Addr dst{Space::kGdram, o.base + static_cast<std::uint64_t>(off * i64(g_.es))};
-    const std::size_t run = j.nco * g_.es;
-    const CopyShape s = o.row_stride == i64(j.nco) || nr == 1 ? CopyShape{nr * run}
+    const std::size_t run = n * g_.es;
+    const CopyShape s = o.row_stride == i64(n) || nr == 1 ? CopyShape{nr * run}
                                                               : CopyShape{run, nr, o.row_stride * i64(g_.es), i64(run)};
     memcpy_strided_async(dst, src, s, Dir::kNram2Gdram);
   }
 
   void run_compute_core() {
-    buf_ = core_buffers(c_, g_, p_.rh, p_.ni, p_.nco, p_.cc, capacity(Space::kWram));
+    buf_ = core_buffers(c_, g_, p_.rh, p_.ni, p_.nco, p_.cc, p_.ps, capacity(Space::kWram));
     for (Addr& a : x_) a = alloc(Space::kNram, buf_.xslot);
     for (Addr& a : acc_) a = alloc(Space::kNram, buf_.acc);
     for (std::size_t i = 0; i < buf_.wslots; ++i) w_.push_back(alloc(Space::kWram, buf_.wslot));
@@ -284,14 +315,18 @@ class DirectRun {
     for (std::size_t k : jobs_) {
       const Job j = job(k);
       const Span mine = split_units(j.tiles.size, core_dim(), 1, core_id());
-      const std::vector<Step> steps = order_steps(mine.size);
+      const std::size_t nu = units(j);
+      const bool pw = piecewise(j);
+      const std::vector<Step> steps = order_steps(mine.size, nu);
       const std::size_t t0 = j.tiles.begin + mine.begin;
       auto wslot = [&](std::size_t ci, std::size_t s) { return w_[buf_.resident ? ci : s % 2]; };
       if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
-      if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages chunk 0
-      sync_cluster();                                  // chunk 0 is in SRAM
+      // Input slots: per step (Cin chunks), or per tile (pieces share the tile's input).
+      auto xslot = [&](std::size_t s) { return x_[pw ? steps[s].tile % 2 : s % 2]; };
+      if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages group 0
+      sync_cluster();                                  // group 0 is in SRAM
       std::size_t staged = 1;                          // staging groups known to be in SRAM
-      std::vector<bool> in_wram(p_.qc, false);
+      std::vector<bool> in_wram(nu, false);
       if (!steps.empty()) {
         load_w(j, 0, wslot(0, 0));
         in_wram[0] = true;
@@ -302,32 +337,37 @@ class DirectRun {
         const Tile t = tile(t0 + st.tile);
         if (s + 1 < steps.size()) {
           const Step& nx = steps[s + 1];
-          load_x(tile(t0 + nx.tile), nx.chunk, x_[(s + 1) % 2]);
+          if (!pw || nx.chunk == 0) load_x(tile(t0 + nx.tile), pw ? 0 : nx.chunk, xslot(s + 1));
           if (!buf_.resident || !in_wram[nx.chunk]) {
-            for (; staged <= nx.chunk / gq_; ++staged) sync_cluster();  // its group is in SRAM
+            for (; staged <= (pw ? nx.chunk : nx.chunk / gq_); ++staged) sync_cluster();  // its group is in SRAM
             if (!buf_.resident || !in_wram[nx.chunk]) load_w(j, nx.chunk, wslot(nx.chunk, s + 1));
             in_wram[nx.chunk] = true;
           }
         }
         dev::ConvParams prm;
-        prm.in_h = g_.tile_in_rows(c_, t.rows, t.ni), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = j.nco;
+        // A piece's block of the accumulator: [tile rows x OW, its channels] (the whole chunk's
+        // channels without pieces).
+        const std::size_t es_acc = sim::dtype_size(acc_t);
+        const std::size_t n_out = pw ? piece_n(j, st.chunk) : j.nco, c_out = j.co0 + (pw ? st.chunk * p_.ps : 0);
+        const Addr acc = acc_[st.tile % 2].offset(
+            pw ? i64(st.chunk * g_.tile_out_rows(c_, p_.rh, p_.ni) * c_.ow * p_.ps * es_acc) : 0);
+        prm.in_h = g_.tile_in_rows(c_, t.rows, t.ni), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = n_out;
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
-        const Addr acc = acc_[st.tile % 2];
-        conv2d(c_.dtype, acc_t, acc, x_[s % 2], wslot(st.chunk, s), prm, st.chunk > 0);
+        conv2d(c_.dtype, acc_t, acc, xslot(s), wslot(st.chunk, s), prm, !pw && st.chunk > 0);
         sync_io();
-        if (st.chunk + 1 < p_.qc) continue;
-        const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * c_.ow * j.nco * sim::dtype_size(acc_t));
+        if (!pw && st.chunk + 1 < p_.qc) continue;
+        const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * c_.ow * n_out * es_acc);
         for (std::size_t i = 0; i < t.ni; ++i) {
           const Tile ti = t.image(i);
           const Addr a = acc.offset(i64(i) * pitch);
           if (direct_)
-            store(a, ti, j);
+            store(a, ti, c_out, n_out);
           else
-            gemm::finish_block(c_.out, a, ti.n, ti.oy0 * c_.ow, ti.rows * c_.ow, j.co0, j.nco, epi_);
+            gemm::finish_block(c_.out, a, ti.n, ti.oy0 * c_.ow, ti.rows * c_.ow, c_out, n_out, epi_);
         }
       }
-      for (; staged < groups(); ++staged) sync_cluster();
+      for (; staged < groups(j); ++staged) sync_cluster();
       sync_io();
       sync_cluster();  // done with the job's SRAM
     }
@@ -340,13 +380,13 @@ class DirectRun {
   struct Step {
     std::size_t tile = 0, chunk = 0;
   };
-  std::vector<Step> order_steps(std::size_t tiles) const {
+  std::vector<Step> order_steps(std::size_t tiles, std::size_t nu) const {
     std::vector<Step> v;
-    const std::size_t paired = tiles >= 2 && p_.qc > 1 ? 2 : 0;
-    for (std::size_t ci = 0; ci < p_.qc && paired; ++ci)
+    const std::size_t paired = tiles >= 2 && nu > 1 ? 2 : 0;
+    for (std::size_t ci = 0; ci < nu && paired; ++ci)
       for (std::size_t ti = 0; ti < paired; ++ti) v.push_back({ti, ci});
     for (std::size_t ti = paired; ti < tiles; ++ti)
-      for (std::size_t ci = 0; ci < p_.qc; ++ci) v.push_back({ti, ci});
+      for (std::size_t ci = 0; ci < nu; ++ci) v.push_back({ti, ci});
     return v;
   }
 
@@ -366,6 +406,7 @@ class DirectRun {
 
 std::string DirectPlan::str() const {
   return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) +
+         " ps=" + std::to_string(ps) +
          " cc=" + std::to_string(cc) + " gp=" + std::to_string(gp) + " gq=" + std::to_string(gq) +
          " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
@@ -425,74 +466,92 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
     if (sram_bytes(c, g, nco) > d.sram_bytes) continue;
     for (std::size_t cc : ccs) {
       const std::size_t qc = c.c / cc;
-      const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, d.wram_bytes);
-      if (b1.wram() > d.wram_bytes) continue;
-      const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
-      const std::size_t gq = stage_group(c, d.config, nco, cc);
-      // SRAM -> WRAM copy of a weight chunk, the cluster's cores sharing the SRAM port.
-      const double w_copy = d.move_latency_cycles + std::max(chunk / d.move_dma_bpc, chunk * cores / d.sram_bpc);
-      const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
-      const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
-      const bool direct = direct_out(c, qc);
-      // Input tiles read runs of cc channels a pixel apart (one run per row when cc == C).
-      const double x_skew = seg == g.count * cc * g.es
-                                ? 1.0
-                                : channel_skew(d.config, cc * g.es, static_cast<std::uint64_t>(c.xs_w) * g.es, g.count);
-      // Bands of rh rows of one image, then (stride 1) tiles of ni whole images.
-      for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
-        const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
-        if (ni > 1 && c.stride_h != 1) break;
-        const CoreBuffers b = core_buffers(c, g, rh, ni, nco, cc, d.wram_bytes);
-        if (b.nram() > d.nram_bytes) break;
-        const std::size_t tb = ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
-        // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load.
-        auto x_dma = [&](std::size_t rows) {
-          const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
-          const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
-          const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
-          return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram);
-        };
-        // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
-        // with the TFU; its store overlaps the next tile.
-        auto epilogue = [&](std::size_t rows) {
-          if (direct) return 0.0;
-          const double n = static_cast<double>(ni * rows * c.ow * nco);
-          const int passes = (c.out.bias ? 1 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
-          return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
-        };
-        auto store = [&](std::size_t rows) {
-          const double bytes = static_cast<double>(ni * rows * c.ow * nco * g.es);
-          return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
-        };
-        auto tile_cycles = [&](std::size_t rows) {
-          const std::size_t m = g.tile_out_rows(c, rows, ni) * c.ow;
-          const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, nco));
-          const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
-          return static_cast<double>(qc) * step + epilogue(rows);
-        };
-        const std::size_t last = c.oh - (tb - 1) * rh;
-        const double full = tile_cycles(rh), part = tile_cycles(last);
-        for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
-          const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
-          // The busiest core: its share of a job's tiles, counting a short last band if it gets one.
-          const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
-          const double busy = static_cast<double>(per_core) * full;
-          // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
-          // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
-          const double group = chunk * static_cast<double>(gq);
-          const double stage = d.io_latency_cycles + std::max(group / d.memcore_dma_bpc, group * used / dram);
-          const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
-          const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
-          const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
-          const double dram_bytes =
-              static_cast<double>(gp) * w_bytes + static_cast<double>(q) * x_bytes * std::max(1.0, halo) + y_bytes;
-          const double est = std::max(compute, dram_bytes / dram);
-          (void)part;
-          if (best.rh == 0 || est < best.est_cycles * 0.999 ||
-              (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
-            best.rh = rh, best.ni = ni, best.nco = nco, best.cc = cc, best.gp = gp;
-            best.q = q, best.qc = qc, best.gq = gq, best.tb = tb, best.jobs = jobs, best.clusters = used;
-            best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+      // Output-channel pieces (single Cin chunk, nothing for the epilogue to add): whole TFU
+      // column folds, so a piece's intrinsic wastes no more columns than the chunk's would.
+      std::vector<std::size_t> pss{nco};
+      if (qc == 1 && direct_out(c, 1))
+        for (std::size_t v = d.tfu_cols; v < nco; v += d.tfu_cols) pss.push_back(v);
+      for (std::size_t ps : pss) {
+        const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, ps, d.wram_bytes);
+        if (b1.wram() > d.wram_bytes) continue;
+        const bool pw = ps < nco;
+        const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
+        const double unit = pw ? static_cast<double>(ps * g.taps * c.c * g.es) : chunk;  // a unit's weights
+        const std::size_t gq = pw ? 1 : stage_group(c, d.config, nco, cc);
+        // SRAM -> WRAM copy of a unit's weights, the cluster's cores sharing the SRAM port.
+        const double w_copy = d.move_latency_cycles + std::max(unit / d.move_dma_bpc, unit * cores / d.sram_bpc);
+        const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
+        const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
+        const bool direct = direct_out(c, qc);
+        // Input tiles read runs of cc channels a pixel apart (one run per row when cc == C).
+        const double x_skew =
+            seg == g.count * cc * g.es
+                ? 1.0
+                : channel_skew(d.config, cc * g.es, static_cast<std::uint64_t>(c.xs_w) * g.es, g.count);
+        // Bands of rh rows of one image, then (stride 1) tiles of ni whole images.
+        for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
+          const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
+          if (ni > 1 && c.stride_h != 1) break;
+          const CoreBuffers b = core_buffers(c, g, rh, ni, nco, cc, ps, d.wram_bytes);
+          if (b.nram() > d.nram_bytes) break;
+          const std::size_t tb = ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
+          // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load.
+          auto x_dma = [&](std::size_t rows) {
+            const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
+            const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
+            const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
+            return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram);
+          };
+          // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
+          // with the TFU; its store overlaps the next tile.
+          auto epilogue = [&](std::size_t rows) {
+            if (direct) return 0.0;
+            const double n = static_cast<double>(ni * rows * c.ow * nco);
+            const int passes = (c.out.bias ? 1 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
+            return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
+          };
+          auto store = [&](std::size_t rows) {
+            const double bytes = static_cast<double>(ni * rows * c.ow * nco * g.es);
+            return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
+          };
+          auto tile_cycles = [&](std::size_t rows) {
+            const std::size_t m = g.tile_out_rows(c, rows, ni) * c.ow;
+            if (pw) {  // one input tile, then one intrinsic per piece
+              double sum = 0;
+              for (std::size_t u = 0; u * ps < nco; ++u) {
+                const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, std::min(ps, nco - u * ps)));
+                sum += std::max({tfu, u == 0 ? x_dma(rows) : 0.0, b.resident ? 0.0 : w_copy});
+              }
+              return sum;
+            }
+            const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, nco));
+            const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
+            return static_cast<double>(qc) * step + epilogue(rows);
+          };
+          const std::size_t last = c.oh - (tb - 1) * rh;
+          const double full = tile_cycles(rh), part = tile_cycles(last);
+          for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
+            const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
+            // The busiest core: its share of a job's tiles, counting a short last band if it gets one.
+            const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
+            const double busy = static_cast<double>(per_core) * full;
+            // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
+            // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
+            const double group = pw ? unit : chunk * static_cast<double>(gq);
+            const double stage = d.io_latency_cycles + std::max(group / d.memcore_dma_bpc, group * used / dram);
+            const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
+            const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
+            const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
+            const double dram_bytes =
+                static_cast<double>(gp) * w_bytes + static_cast<double>(q) * x_bytes * std::max(1.0, halo) + y_bytes;
+            const double est = std::max(compute, dram_bytes / dram);
+            (void)part;
+            if (best.rh == 0 || est < best.est_cycles * 0.999 ||
+                (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
+              best.rh = rh, best.ni = ni, best.nco = nco, best.ps = ps, best.cc = cc, best.gp = gp;
+              best.q = q, best.qc = qc, best.gq = gq, best.tb = tb, best.jobs = jobs, best.clusters = used;
+              best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+            }
           }
         }
       }

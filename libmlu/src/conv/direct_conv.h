@@ -6,30 +6,40 @@
 // (torch's channels_last OIHW), groups == 1, and the TFU has an array for the dtype. The other
 // layouts keep the implicit-GEMM path (conv_forward.cpp), whose operands are channel-major.
 //
-// Work: the output is cut into tiles of `rh` whole output rows of one image (M = rh x OW pixels,
-// the intrinsic's GEMM rows) by chunks of `nco` output channels (its GEMM columns); the depth runs
-// over KH x KW taps and Cin chunks of `cc` channels (K = KH x KW x cc per intrinsic, accumulated
-// over the chunks in an fp32 tile). A "job" is one output-channel chunk over a contiguous range of
+// Work: the output is cut into tiles of `rh` whole output rows of one image (or, at stride 1, of
+// `ni` whole images whose padded inputs are stacked; the rows between two images are computed and
+// dropped), M = tile rows x OW pixels being the intrinsic's GEMM rows, by chunks of `nco` output
+// channels (its GEMM columns); the depth runs over KH x KW taps and Cin chunks of `cc` channels
+// (K = KH x KW x cc per intrinsic, accumulated over the chunks in an fp32 tile). With one Cin
+// chunk a chunk of output channels may instead run as pieces of `ps` channels, one intrinsic,
+// WRAM slot and output block each. A "job" is one output-channel chunk over a contiguous range of
 // pixel tiles; jobs go round-robin to clusters (UNION1), and a cluster's compute cores split the
-// job's pixel tiles. Per job the memory core stages the chunk's weights into SRAM once, Cin-chunk
-// major ([qc][nco][KH][KW][cc], 3-level copies of cc-channel runs), so the cluster reads them from
-// DRAM once; each core copies the Cin chunk it needs into WRAM (once per job when qc == 1, else
-// per step, double-buffered). Per step (tile, Cin chunk) a core prefetches the next step's input
-// tile [in_h, Wp, cc] from DRAM into the other NRAM slot (one segment of cc channels per pixel, or
-// one per row when cc == C) while the TFU runs the current intrinsic; rows outside the image are
-// zero-filled on the VFU, the left/right padding columns are zeroed once per slot. After a tile's
-// last Cin chunk the GEMM epilogue (gemm/epilogue.h: column bias, activation, rounding) finishes the
-// [M, nco] block and stores it asynchronously.
+// job's pixel tiles. Per job the memory core stages the chunk's weights into SRAM once, so the
+// cluster reads them from DRAM once: in groups of Cin chunks ([nco, KH, KW, group channels],
+// 3-level copies; a group is the fewest chunks whose runs spread over the DRAM channels) or piece
+// by piece (whole weight rows). Each core copies the unit (Cin chunk or piece) it needs into WRAM,
+// where it stays for the job when all units fit (else two slots reloaded every step). Per step
+// (tile, unit) a core prefetches the next step's input tile [in_h, Wp, cc] from DRAM into the other
+// NRAM slot (one segment of cc channels per pixel, or one per row when cc == C; pieces share their
+// tile's input) while the TFU runs the current intrinsic; rows outside the image are zero-filled
+// on the VFU, the left/right padding columns are zeroed once per slot. A tile's finished block is
+// stored asynchronously, straight from the intrinsic's output when nothing is added (fp32, or one
+// Cin chunk), else through the GEMM epilogue (gemm/epilogue.h: column bias, activation, rounding).
 //
-// SRAM protocol (barriers counted the same on every participant): the memory core stages Cin
-// chunks 0 and 1, barrier; then chunk j + 2 before the barrier that the cores pass after their
-// first tile's intrinsic j (j < qc - 2), so a chunk is in SRAM before any core copies it; a barrier
-// at the end of each job frees the SRAM for the next.
+// SRAM protocol (barriers counted the same on every participant): per job the memory core stages
+// group g, then passes a barrier; a core passes barrier g just before issuing its first copy out
+// of group g (group 0 before its first intrinsic), so a group is in SRAM before any core copies
+// it; a last barrier at the end of each job frees the SRAM for the next. A core's first two tiles
+// run unit by unit (tile 0 and 1 on unit 0, then on unit 1, ...), so the wait for group g + 1 and
+// its WRAM copy overlap an intrinsic instead of preceding the next one.
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time): per core,
-// steps x max(TFU cycles of the intrinsic (tfu_timing.h via DeviceModel::matmul_cycles), the
-// step's input DMA, its WRAM copy); DRAM bytes = weights x (jobs per chunk) + input x (chunks) +
-// output, over the DRAM bandwidth; estimate = max of the two plus the first chunk's staging.
+// its tiles' steps, each the longest of the intrinsic's TFU cycles (tfu_timing.h via
+// DeviceModel::matmul_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
+// core loads, slowed by how unevenly the runs fall on the DRAM channels) and its WRAM copy when
+// not resident; plus the first unit's staging and copy (every cluster staging at once) and the
+// last tile's store. DRAM bytes = weights x (jobs per chunk) + input (with the halo rows) x
+// (chunks) + output, over the DRAM bandwidth; estimate = the larger of the two.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +58,7 @@ struct DirectPlan {
   std::size_t rh = 0;   // output rows per tile (0: no plan)
   std::size_t ni = 1;   // images per tile (> 1: whole images stacked, rh = OH, stride 1)
   std::size_t nco = 0;  // output channels per chunk (the intrinsic's N)
+  std::size_t ps = 0;   // output channels per intrinsic (< nco: pieces, each its own WRAM slot; cc == C)
   std::size_t cc = 0;   // input channels per intrinsic (divides C)
   std::size_t gp = 1;   // jobs (pixel-tile ranges) per output-channel chunk
   std::size_t gq = 1;   // Cin chunks per weight-staging copy (divides qc)

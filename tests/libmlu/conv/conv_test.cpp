@@ -300,6 +300,37 @@ TEST_F(ConvTest, DirectForwardStackedImages) {
                  false, 1e-4);
 }
 
+// A chunk of output channels run as pieces (one intrinsic, WRAM slot and accumulator block per
+// piece of ps channels), with the plan forced so that the pieces are there whatever the planner
+// prefers: the result must not change.
+TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
+  const Case k{2, 8, 7, 6, 11, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  const conv::DirectConv d0 = direct_of(k, DType::kFloat32);
+  conv::DirectPlan plan = conv::plan_direct(h(), d0);
+  ASSERT_GT(plan.rh, 0u);
+  plan.nco = 11, plan.ps = 4, plan.cc = 8, plan.qc = 1, plan.gq = 1, plan.q = 1;  // pieces of 4, 4, 3
+  plan.jobs = plan.gp, plan.clusters = std::min<std::size_t>(plan.jobs, h().clusters());
+  auto x = make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 21);
+  auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 22);
+  auto y = make<float>(k.n, k.oc, d0.oh, d0.ow, Format::kChannelsLast, 23);
+  conv::DirectConv d = d0;
+  d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
+  d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
+  void* py = to_device(y.data);
+  d.out.dtype = DType::kFloat32;
+  d.out.base = reinterpret_cast<std::uintptr_t>(py);
+  d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
+  d.out.row_stride = y.s[3];
+  std::uint32_t kernels = 0;
+  ASSERT_EQ(conv::launch_direct(h(), "direct_pieces", d, plan, &kernels), Status::kSuccess) << last_error_detail();
+  y.data = from_device<float>(py, y.data.size());
+  std::vector<double> want(static_cast<std::size_t>(k.n * k.oc * d0.oh * d0.ow), 0.0);
+  for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+    want[flat(y.d, n, o, oy, ox)] += w.get(o, ci, i, j) * x.get(n, ci, iy, ix);
+  });
+  expect_close(y, want, 1e-4, "y");
+}
+
 // TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
 // tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
 // ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels.
@@ -318,8 +349,12 @@ TEST_F(ConvTest, DirectForwardTfuCycles) {
         const std::uint64_t rows = images == 1 ? std::min(plan.rh, d.oh - y0) : images * (d.oh + d.kh - 1) - (d.kh - 1);
         const std::uint64_t m = rows * d.ow, nn = std::min(plan.nco, d.oc - co0);
         const std::uint64_t kk = d.kh * d.kw * plan.cc;
-        want += plan.qc * (((m + r - 1) / r) * ((nn + c - 1) / c) * (kk + r + c - 2) - 1);
-        intrinsics += plan.qc;
+        // One intrinsic per Cin chunk, or (one chunk) per piece of ps output channels.
+        for (std::uint64_t p0 = 0; p0 < nn; p0 += plan.qc == 1 ? plan.ps : nn) {
+          const std::uint64_t np = plan.qc == 1 ? std::min<std::uint64_t>(plan.ps, nn - p0) : nn;
+          want += plan.qc * (((m + r - 1) / r) * ((np + c - 1) / c) * (kk + r + c - 2) - 1);
+          intrinsics += plan.qc;
+        }
       }
   ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
   forward<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, false, 1e-4);
