@@ -386,7 +386,9 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
       copy_string(r.fault, record->fault, sizeof record->fault);
       record->macs = r.macs;
       record->vector_elements = r.vector_elements;
-      for (std::size_t d = 0; d < r.macs_by_dtype.size() && d < 7; ++d) record->macs_by_dtype[d] = r.macs_by_dtype[d];
+      constexpr std::size_t kRecordDtypes = sizeof record->macs_by_dtype / sizeof record->macs_by_dtype[0];
+      for (std::size_t d = 0; d < r.macs_by_dtype.size() && d < kRecordDtypes; ++d)
+        record->macs_by_dtype[d] = r.macs_by_dtype[d];
       for (std::size_t l = 0; l < MLUSIM_MEM_LEVEL_COUNT; ++l) {
         record->read_bytes[l] = r.traffic.read_bytes[l];
         record->write_bytes[l] = r.traffic.write_bytes[l];

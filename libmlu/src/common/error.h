@@ -29,6 +29,12 @@ Status check_handle(const Handle* h, const char* op);
 Status check_desc(const TensorDesc* d, const char* op, const char* name);
 Status check_ptr(const void* p, const TensorDesc& d, const char* op, const char* name);  // null only if empty
 Status check_same_shape(const TensorDesc& a, const TensorDesc& b, const char* op, const char* an, const char* bn);
+// d's dtype is one of `allowed` (kNotSupported listing them), and one the device computes
+// (check_computes).
 Status check_dtype_in(const TensorDesc& d, std::initializer_list<DType> allowed, const char* op, const char* name);
+// kNotSupported when d is bf16 and the loaded config has no bf16 arithmetic (HardwareConfig::computes,
+// `vfu.bf16`): "<op>: <name> is bf16, which config 'mlu370-x4' does not compute (...)". The same
+// rule the simulated VFU applies to each intrinsic, checked up front so no kernel is launched.
+Status check_computes(DType t, const char* op, const char* name);
 
 }  // namespace mlusim::mlu

@@ -79,6 +79,11 @@ Status copy_impl(Handle* h, const char* op, const TensorDesc& src, const void* s
     MLU_CHECK(shape == dst.dims(), Status::kBadParam,
               std::string(op) + ": src " + src.str() + " does not broadcast to dst " + dst.str());
   }
+  // A same-dtype copy moves bytes (bf16 included, on any chip); a conversion needs the VFU.
+  if (src.dtype() != dst.dtype()) {
+    MLU_RETURN_IF_ERROR(check_computes(src.dtype(), op, "src"));
+    MLU_RETURN_IF_ERROR(check_computes(dst.dtype(), op, "dst"));
+  }
   if (dst.numel() == 0) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(ew::launch_copy(*h, src, src_ptr, dst, dst_ptr));
   record(*h, op, 0,

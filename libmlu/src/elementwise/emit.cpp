@@ -75,7 +75,7 @@ Status check_scalar(const char* name, const char* what, double v, DType math) {
 // Where the VFU computes a result of dtype `compute`.
 DType math_dtype(DType compute, bool needs_fp32_opmath) {
   if (compute == DType::kBool) return DType::kInt8;
-  if (compute == DType::kFloat16 && needs_fp32_opmath) return DType::kFloat32;
+  if ((compute == DType::kFloat16 || compute == DType::kBFloat16) && needs_fp32_opmath) return DType::kFloat32;
   return vfu_dtype(compute);
 }
 

@@ -77,6 +77,11 @@ Status element_pattern(double value, DType t, std::uint64_t* out) {
                 "fill: value " + std::to_string(value) + " overflows fp16");
       *out = bytes_of(sim::half(static_cast<float>(value)));
       return Status::kSuccess;
+    case DType::kBFloat16:
+      MLU_CHECK(!std::isfinite(value) || std::fabs(value) <= 3.3895313892515355e38, Status::kBadParam,
+                "fill: value " + std::to_string(value) + " overflows bf16");
+      *out = bytes_of(sim::bfloat16(static_cast<float>(value)));
+      return Status::kSuccess;
     case DType::kFloat64: *out = bytes_of(value); return Status::kSuccess;
     case DType::kBool: *out = value != 0.0 ? 1 : 0; return Status::kSuccess;
     case DType::kInt8: case DType::kInt32: case DType::kInt64: return integral_pattern(value, t, out);
@@ -104,7 +109,7 @@ Status launch_fill(Handle& h, double value, const TensorDesc& y, void* y_ptr) {
 
 Status fill(Handle* h, double value, const TensorDesc& y, void* y_ptr) {
   const char* name = "fill";
-  MLU_RETURN_IF_ERROR(ew::check_elementwise(h, name, {}, {"y", &y, y_ptr}, /*allow_fp64=*/true));
+  MLU_RETURN_IF_ERROR(ew::check_elementwise(h, name, {}, {"y", &y, y_ptr}, /*bytes_only=*/true));
   MLU_RETURN_IF_ERROR(ew::launch_fill(*h, value, y, y_ptr));
   if (y.numel() > 0) record(*h, name, 0, static_cast<std::uint64_t>(y.numel()) * y.element_size(), 1);
   return Status::kSuccess;

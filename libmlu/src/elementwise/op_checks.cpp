@@ -10,7 +10,7 @@
 
 namespace mlusim::mlu::ew {
 
-Status check_elementwise(Handle* h, const char* op, const std::vector<Arg>& inputs, const Arg& y, bool allow_fp64) {
+Status check_elementwise(Handle* h, const char* op, const std::vector<Arg>& inputs, const Arg& y, bool bytes_only) {
   MLU_RETURN_IF_ERROR(check_handle(h, op));
   std::vector<NamedDesc> named;
   for (const Arg& a : inputs) {
@@ -24,8 +24,10 @@ Status check_elementwise(Handle* h, const char* op, const std::vector<Arg>& inpu
   std::vector<Arg> all = inputs;
   all.push_back(y);
   for (const Arg& a : all)
-    MLU_CHECK(allow_fp64 || a.desc->dtype() != DType::kFloat64, Status::kNotSupported,
+    MLU_CHECK(bytes_only || a.desc->dtype() != DType::kFloat64, Status::kNotSupported,
               std::string(op) + ": " + a.name + " is fp64, which the VFU cannot compute on (cast it first)");
+  if (!bytes_only)
+    for (const Arg& a : all) MLU_RETURN_IF_ERROR(check_computes(a.desc->dtype(), op, a.name));
   if (inputs.empty()) return Status::kSuccess;
   std::vector<std::int64_t> shape;
   MLU_RETURN_IF_ERROR(broadcast_shape(op, named, &shape));
@@ -38,7 +40,7 @@ Status check_output_dtype(const char* op, DType computed, const TensorDesc& y) {
   MLU_CHECK(can_cast(computed, y.dtype()), Status::kBadParam,
             std::string(op) + ": result type " + std::string(sim::dtype_name(computed)) +
                 " can't be cast to the output dtype " + std::string(sim::dtype_name(y.dtype())));
-  return Status::kSuccess;
+  return check_computes(y.dtype(), op, "the output");
 }
 
 bool is_integral(DType t) { return t == DType::kInt8 || t == DType::kInt32 || t == DType::kInt64; }

@@ -5,8 +5,9 @@
 namespace mlusim::mlu {
 namespace {
 
-// Position in the promotion order bool < int8 < int32 < int64 < fp16 < fp32 < fp64. For these
-// dtypes torch's table is a total order, so promotion is the max of the ranks.
+// Position in the promotion order bool < int8 < int32 < int64 < fp16, bf16 < fp32 < fp64. Apart
+// from fp16 with bf16 (-> fp32, promote_types) torch's table is a total order on these dtypes, so
+// promotion is the max of the ranks.
 int rank(DType t) {
   switch (t) {
     case DType::kBool: return 0;
@@ -14,6 +15,7 @@ int rank(DType t) {
     case DType::kInt32: return 2;
     case DType::kInt64: return 3;
     case DType::kFloat16: return 4;
+    case DType::kBFloat16: return 4;
     case DType::kFloat32: return 5;
     case DType::kFloat64: return 6;
   }
@@ -28,7 +30,11 @@ int category(DType t) {
 
 }  // namespace
 
-DType promote_types(DType a, DType b) { return rank(a) >= rank(b) ? a : b; }
+DType promote_types(DType a, DType b) {
+  if ((a == DType::kFloat16 && b == DType::kBFloat16) || (a == DType::kBFloat16 && b == DType::kFloat16))
+    return DType::kFloat32;
+  return rank(a) >= rank(b) ? a : b;
+}
 
 DType ew::result_type(DType a, bool a_zero, DType b, bool b_zero) {
   if (a_zero == b_zero) return promote_types(a, b);

@@ -138,7 +138,7 @@ int operand_count(Kind k) {
   return 0;
 }
 
-bool valid_dtype(DType t) { return static_cast<std::uint8_t>(t) <= static_cast<std::uint8_t>(DType::kFloat64); }
+bool valid_dtype(DType t) { return static_cast<std::size_t>(t) < sim::kDTypeCount; }
 
 // The constant's value as its dtype holds it (floats rounded, integers whole and in range).
 Status constant_value(const ExprNode& n, int id, double* v) {
@@ -150,6 +150,9 @@ Status constant_value(const ExprNode& n, int id, double* v) {
       return Status::kSuccess;
     case DType::kFloat16:
       *v = static_cast<float>(sim::half(static_cast<float>(n.value)));
+      return Status::kSuccess;
+    case DType::kBFloat16:
+      *v = static_cast<float>(sim::bfloat16(static_cast<float>(n.value)));
       return Status::kSuccess;
     case DType::kBool:
       MLU_CHECK(n.value == 0.0 || n.value == 1.0, Status::kBadParam,
@@ -217,6 +220,7 @@ Status check_nodes(const ElementwiseProgram& prog, std::size_t inputs) {
                   at(id) + ": unknown dtype " + std::to_string(static_cast<int>(n.dtype)));
         MLU_CHECK(n.dtype != DType::kFloat64, Status::kNotSupported,
                   at(id) + ": fp64 is not supported (the VFU has no fp64)");
+        MLU_RETURN_IF_ERROR(check_computes(n.dtype, kOp, "a node's dtype"));
         break;
       default:
         break;

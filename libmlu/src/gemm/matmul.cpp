@@ -106,7 +106,7 @@ Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDes
   MLU_RETURN_IF_ERROR(check_desc(&a, op, "a"));
   MLU_RETURN_IF_ERROR(check_desc(&b, op, "b"));
   MLU_RETURN_IF_ERROR(check_desc(&c, op, "c"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(a, {DType::kFloat32, DType::kFloat16}, op, "a"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(a, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "a"));
   MLU_CHECK(b.dtype() == a.dtype() && c.dtype() == a.dtype(), Status::kBadParam,
             std::string(op) + ": a " + a.str() + ", b " + b.str() + " and c " + c.str() + " must share one dtype");
   MLU_CHECK(

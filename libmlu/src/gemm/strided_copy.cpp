@@ -68,6 +68,8 @@ void build_identity(DType t, Addr where, std::size_t n) {
     const Addr d = where.offset(i64((i * n + i) * sim::dtype_size(t)));
     if (t == DType::kFloat16)
       store(sim::Nram<sim::half>(d.value), sim::half(1.0f));
+    else if (t == DType::kBFloat16)
+      store(sim::Nram<sim::bfloat16>(d.value), sim::bfloat16(1.0f));
     else
       store(sim::Nram<float>(d.value), 1.0f);
   }

@@ -224,8 +224,8 @@ Status layer_norm_backward(Handle* h, int normalized_ndim, const TensorDesc& dy,
   MLU_RETURN_IF_ERROR(check_handle(h, op));
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_desc(&dy, op, "dy"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, "x"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16}, op, "dy"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dy"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, dy, op, "x", "dy"));
   LayerNormShape s;
   MLU_RETURN_IF_ERROR(check_layer_norm_shape(op, normalized_ndim, x, &s));
@@ -234,7 +234,7 @@ Status layer_norm_backward(Handle* h, int normalized_ndim, const TensorDesc& dy,
   MLU_RETURN_IF_ERROR(check_affine(op, "weight", weight, weight_ptr, x, s));
   if (dx != nullptr) {
     MLU_RETURN_IF_ERROR(check_desc(dx, op, "dx"));
-    MLU_RETURN_IF_ERROR(check_dtype_in(*dx, {DType::kFloat32, DType::kFloat16}, op, "dx"));
+    MLU_RETURN_IF_ERROR(check_dtype_in(*dx, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dx"));
     MLU_RETURN_IF_ERROR(check_same_shape(x, *dx, op, "x", "dx"));
     MLU_CHECK(writable(*dx), Status::kBadParam,
               std::string(op) + ": dx " + dx->str() + " has a broadcast (stride 0) dim");

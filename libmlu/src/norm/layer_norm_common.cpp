@@ -21,7 +21,7 @@ Status check_affine(const char* op, const char* name, const TensorDesc* d, const
                     const LayerNormShape& s) {
   if (d == nullptr) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(check_desc(d, op, name));
-  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16}, op, name));
+  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, name));
   const std::vector<std::int64_t> want(x.dims().begin() + s.lead, x.dims().end());
   MLU_CHECK(d->dims() == want, Status::kBadParam,
             std::string(op) + ": " + name + " " + d->str() + " must have the normalized dims of x " + x.str());
@@ -31,7 +31,7 @@ Status check_affine(const char* op, const char* name, const TensorDesc* d, const
 Status check_row_stat(const char* op, const char* name, const TensorDesc* d, const void* p, const LayerNormShape& s) {
   if (d == nullptr) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(check_desc(d, op, name));
-  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16}, op, name));
+  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, name));
   MLU_CHECK(
       d->numel() == s.rows, Status::kBadParam,
       std::string(op) + ": " + name + " " + d->str() + " must hold one value per row (" + std::to_string(s.rows) + ")");

@@ -185,8 +185,8 @@ Status layer_norm_forward(Handle* h, int normalized_ndim, double eps, const Tens
   MLU_RETURN_IF_ERROR(check_handle(h, op));
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, "x"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "y"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, y, op, "x", "y"));
   MLU_CHECK(writable(y), Status::kBadParam, std::string(op) + ": y " + y.str() + " has a broadcast (stride 0) dim");
   MLU_CHECK(std::isfinite(eps) && eps >= 0, Status::kBadParam, std::string(op) + ": eps must be finite and >= 0");

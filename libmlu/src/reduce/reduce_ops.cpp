@@ -132,8 +132,8 @@ Status check_common(Handle* h, const char* op, const TensorDesc& x, const void* 
   MLU_RETURN_IF_ERROR(check_handle(h, op));
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, op, "x"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64,
-                                         DType::kBool},
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt8,
+                                         DType::kInt64, DType::kBool},
                                      op, "x"));
   MLU_RETURN_IF_ERROR(reduced_mask(op, x, dims, mask));
   *layout = ws_layout(*h, x, *mask);

@@ -130,7 +130,7 @@ Status softmax_backward(Handle* h, SoftmaxMode mode, int dim, const TensorDesc& 
   MLU_RETURN_IF_ERROR(check_desc(&dy, op, "dy"));
   MLU_RETURN_IF_ERROR(check_desc(&dx, op, "dx"));
   for (const auto& [d, name] : {std::pair{&y, "y"}, std::pair{&dy, "dy"}, std::pair{&dx, "dx"}})
-    MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16}, op, name));
+    MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, name));
   MLU_RETURN_IF_ERROR(check_same_shape(y, dy, op, "y", "dy"));
   MLU_RETURN_IF_ERROR(check_same_shape(y, dx, op, "y", "dx"));
   MLU_CHECK(writable(dx), Status::kBadParam, std::string(op) + ": dx " + dx.str() + " has a broadcast (stride 0) dim");

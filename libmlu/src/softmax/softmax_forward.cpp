@@ -158,8 +158,8 @@ Status softmax_forward(Handle* h, SoftmaxMode mode, int dim, const TensorDesc& x
             std::string(op) + ": unknown mode " + std::to_string(static_cast<int>(mode)));
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, "x"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "y"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, y, op, "x", "y"));
   MLU_CHECK(writable(y), Status::kBadParam, std::string(op) + ": y " + y.str() + " has a broadcast (stride 0) dim");
   int d = 0;

@@ -5,9 +5,13 @@
 //
 // Dtypes: fp32, fp16, int32, int8, bool compute directly; int64 is narrowed to int32 on load
 // (a value outside int32 faults the kernel: cnrtErrorKernelTrap at the queue sync) and widened
-// back on store; fp64 is supported by copy_strided/cast/fill only.
+// back on store; fp64 is supported by copy_strided/cast/fill only. bf16 computes like fp16 (in
+// fp32, one round-to-nearest-even rounding) on a device that computes it
+// (HardwareConfig::computes); elsewhere same-dtype copies and fill (bytes only) work and every
+// other op on a bf16 operand returns kNotSupported naming the op and the config.
 //
-// Type promotion (torch): bool < int8 < int32 < int64 < fp16 < fp32 < fp64 for tensors of the
+// Type promotion (torch): bool < int8 < int32 < int64 < fp16, bf16 < fp32 < fp64 (fp16 with
+// bf16 -> fp32) for tensors of the
 // same kind of shape; a zero-dim tensor (ndim 0) only promotes when its category (bool <
 // integral < floating) is higher than the dimensioned operands' (fp16 tensor * fp32 0-dim
 // tensor -> fp16). The output descriptor may have any dtype the computed dtype can be cast to

@@ -6,8 +6,10 @@
 //   the same as the trans flags). Batch dims (all but the last two) are right-aligned against C's:
 //   each of A's and B's must equal C's or be 1 (missing dims count as 1); C's batch dims are the
 //   result's. bias: optional 1-d [N] (any stride) added to every row of C.
-//   dtypes: A, B, C and bias all fp32 or all fp16. fp16 multiplies accumulate in fp32 and the
-//   result (alpha x product + bias + beta x C, computed in fp32) is rounded once to fp16.
+//   dtypes: A, B, C and bias all fp32, all fp16 or all bf16. fp16/bf16 multiplies accumulate in
+//   fp32 and the result (alpha x product + bias + beta x C, computed in fp32) is rounded once to
+//   the 16-bit dtype. bf16 needs a device that computes it (HardwareConfig::computes; MLU5xx
+//   presets): elsewhere kNotSupported naming the op and the config.
 //   beta == 0: C is not read (NaN/inf in it do not propagate, as torch.addmm).
 //   activation (activation.h): applied on chip to that fp32 result before the rounding, so
 //   linear + bias + activation is one pass over C (no DRAM round trip); such calls record their

@@ -2,7 +2,7 @@
 //
 // dims: indices into x's dims (negative counts from the end, no duplicates); an empty list
 // reduces every dim (torch's dim=None). keepdim keeps reduced dims as size 1; y must have
-// exactly the resulting dims (any strides). fp16 accumulates in fp32; integral sums accumulate
+// exactly the resulting dims (any strides). fp16 and bf16 accumulate in fp32; integral sums accumulate
 // in int32 (wrapping; int64 inputs are narrowed with the range check) and are widened to y.
 //
 // Kernels: the reduced dims that are innermost in memory are reduced row-wise on the VFU
