@@ -14,8 +14,11 @@ void print_info(const sim::HardwareConfig& c) {
   std::printf("  devices            %u\n", c.device_count);
   std::printf("  topology           %u clusters x %u cores (+1 memory core each) = %u cores @ %.0f MHz\n", c.clusters,
               c.cores_per_cluster, c.total_cores(), c.core_clock_mhz);
+  std::printf("  compute capability %u.%u, bf16 %s\n", c.capability_major, c.capability_minor,
+              c.computes(DType::kBFloat16) ? "yes" : "no (storage only; bf16 compute is an error)");
   std::printf("\npeak compute (whole device)\n");
-  for (DType t : {DType::kInt8, DType::kFloat16, DType::kFloat32}) {
+  for (DType t : {DType::kInt8, DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+    if (!c.computes(t)) continue;
     const sim::TfuArray& a = c.tfu_array(t);
     const double tfu = 2 * sim::tfu_peak_macs_per_s(c, t) / 1e12;
     const double vfu = 2 * sim::vfu_peak_elements_per_s(c, t) / 1e12;

@@ -85,7 +85,7 @@ Command add_tfu_command(CLI::App& app) {
   cmd->add_option("-m", o->m, "rows of A (output-stationary: array rows)")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
   cmd->add_option("-k", o->k, "columns of A, rows of B")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
   cmd->add_option("-n", o->n, "columns of B (array columns)")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "input type")->check(CLI::IsMember({"int8", "fp16", "fp32"}))->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "input type")->check(CLI::IsMember({"int8", "fp16", "bf16", "fp32"}))->capture_default_str();
   return [o] { return run_tfu(*o); };
 }
 

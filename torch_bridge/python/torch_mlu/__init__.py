@@ -139,7 +139,9 @@ def get_device_name(device=None):
 
 
 def get_device_capability(device=None):
-    """(major, minor): 3.x for the MLU300 class (mlu370), 2.x for mlu270 (torch.cuda.get_device_capability)."""
+    """(major, minor) from the preset's compute_capability keys: 3.0 for the MLU300-class presets
+    (mlu370-*; also mlu270, tiny and tpu-v3, which keep the default), 5.0 for mlu590
+    (torch.cuda.get_device_capability)."""
     p = get_device_properties(device)
     return p.major, p.minor
 

@@ -8,9 +8,21 @@ import torch
 
 class autocast(torch.amp.autocast):
     """torch.mlu.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True): torch.autocast
-    on device "mlu" (torch.cuda.amp.autocast's signature)."""
+    on device "mlu" (torch.cuda.amp.autocast's signature). dtype=torch.bfloat16 on a preset without
+    bf16 (compute capability below 5, torch.mlu.is_bf16_supported() False) raises RuntimeError, as
+    torch.cuda.amp.autocast does on a GPU without bf16; plain torch.autocast("mlu", torch.bfloat16)
+    there warns and disables itself (torch's rule for a dtype not in get_amp_supported_dtype())."""
 
     def __init__(self, enabled=True, dtype=torch.float16, cache_enabled=True):
+        if enabled and dtype == torch.bfloat16:
+            from . import config_name, get_device_capability, is_bf16_supported
+
+            if not is_bf16_supported():
+                major, minor = get_device_capability()
+                raise RuntimeError(
+                    f"Current MLU device (preset '{config_name()}', compute capability {major}.{minor}) does not "
+                    "support bfloat16 (compute capability 5 and above does, e.g. preset mlu590). Please switch "
+                    "dtype to float16.")
         super().__init__("mlu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 

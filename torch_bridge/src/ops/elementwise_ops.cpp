@@ -193,7 +193,8 @@ Tensor resolve_output(const char* name, Mode mode, const Tensor& given, const c1
 
 // A libmlu descriptor for one side of a copy: same-dtype copies of dtypes libmlu lacks move raw
 // bits as the libmlu dtype of their element size; uint8 <-> bool converts through int8 (0/1 and
-// "!= 0" read the same).
+// "!= 0" read the same). bf16 is a libmlu dtype: its same-dtype copies work on every preset, its
+// conversions only where the preset computes bf16 (libmlu says which op and preset otherwise).
 mlu::TensorDesc copy_desc(const Tensor& t, ScalarType other, const char* name) {
   const ScalarType s = t.scalar_type();
   if (!has_mlu_dtype(s)) {
@@ -207,8 +208,9 @@ mlu::TensorDesc copy_desc(const Tensor& t, ScalarType other, const char* name) {
       }
     }
     TORCH_CHECK_NOT_IMPLEMENTED(false, name, ": copying ", other, " to ", s, " (or back) is not supported on device mlu"
-                                ": libmlu copy_strided converts float32, float16, float64, int8, int32, "
-                                "int64 and bool (other dtypes copy only to their own dtype)");
+                                ": libmlu copy_strided converts float32, float16, bfloat16 (where the preset "
+                                "computes it), float64, int8, int32, int64 and bool (other dtypes copy only to "
+                                "their own dtype)");
   }
   return desc(t, name);
 }
@@ -264,7 +266,7 @@ void fill_in(OpScope& op, const Tensor& self, const Scalar& value) {
     // except int64 beyond 2^53.
     double v = 0.0;
     bool exact = true;
-    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBool, st, "mlu_fill", [&] {
+    AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBool, at::kBFloat16, st, "mlu_fill", [&] {
       const scalar_t c = value.to<scalar_t>();
       v = static_cast<double>(c);
       exact = exact_as_double(c, v);

@@ -32,12 +32,13 @@ using at::Tensor;
 // ---- checks --------------------------------------------------------------------------------------
 
 void check_gemm_dtype(const char* op, const Tensor& t, const char* arg) {
-  TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf, op, ": ", arg,
-                              " has dtype ", t.scalar_type(), ", which is not supported on device mlu"
-                              "(libmlu matmul takes float32 and float16)");
+  const at::ScalarType st = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(st == at::kFloat || st == at::kHalf || st == at::kBFloat16, op, ": ", arg,
+                              " has dtype ", st, ", which is not supported on device mlu"
+                              "(libmlu matmul takes float32, float16 and bfloat16)");
 }
 
-// All tensors on the op's device, one dtype (float32 or float16).
+// All tensors on the op's device, one dtype (float32, float16 or bfloat16).
 void check_operands(const OpScope& op, std::initializer_list<std::pair<const Tensor*, const char*>> args) {
   const Tensor* first = nullptr;
   const char* first_name = nullptr;

@@ -47,17 +47,20 @@ using OptTensor = c10::optional<Tensor>;
 
 // ---- local helpers ---------------------------------------------------------------------------
 
-bool is_float_kind(ScalarType t) { return t == at::kFloat || t == at::kHalf; }
+// The floating dtypes libmlu's nn ops take. bfloat16 passes here; the libmlu op then decides
+// (softmax and layer norm compute it where the preset has bf16; the others answer kNotSupported
+// naming the op and dtype, which becomes NotImplementedError).
+bool is_float_kind(ScalarType t) { return t == at::kFloat || t == at::kHalf || t == at::kBFloat16; }
 
 void check_float(const Tensor& t, const char* op, const char* arg) {
   TORCH_CHECK_NOT_IMPLEMENTED(is_float_kind(t.scalar_type()), op, ": ", arg, " has dtype ", t.scalar_type(),
-                              ", which is not supported on device mlu (float32 and float16 only)");
+                              ", which is not supported on device mlu (float32, float16 and bfloat16 only)");
 }
 
 const Tensor* opt(const OptTensor& t) { return t.has_value() && t->defined() ? &*t : nullptr; }
 
-// Accumulation dtype of statistics (torch's acc type on CUDA): float for half inputs.
-ScalarType stat_dtype(ScalarType t) { return t == at::kHalf ? at::kFloat : t; }
+// Accumulation dtype of statistics (torch's acc type on CUDA): float for half and bfloat16 inputs.
+ScalarType stat_dtype(ScalarType t) { return t == at::kHalf || t == at::kBFloat16 ? at::kFloat : t; }
 
 // out= checks: device, dtype (as structured kernels: the result dtype must match), resize.
 void check_out(const Tensor& out, const c10::Device& device, IntArrayRef sizes, ScalarType dtype, const char* op,
@@ -1123,7 +1126,7 @@ void bernoulli_run(OpScope& op, const Tensor& self, double p, const c10::optiona
                               " is not supported on device mlu");
   if (self.numel() == 0) return;
   // Allocations first: the mask, the dropout output (self itself when it is fp32/fp16), the zero.
-  const bool y_is_self = is_float_kind(st);
+  const bool y_is_self = st == at::kFloat || st == at::kHalf;  // libmlu dropout's dtypes; others through fp16
   const ScalarType ydt = y_is_self ? st : at::kHalf;
   Tensor mask = empty_on(op.device(), self.sizes(), at::kBool);
   Tensor y = y_is_self ? self : empty_on(op.device(), self.sizes(), ydt);

@@ -60,7 +60,8 @@ mlu::Handle* handle_for(int device, cnrtQueue_t queue) {
 
 bool has_mlu_dtype(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: case at::kHalf: case at::kChar: case at::kInt: case at::kLong: case at::kBool: case at::kDouble:
+    case at::kFloat: case at::kHalf: case at::kBFloat16: case at::kChar: case at::kInt: case at::kLong: case at::kBool:
+    case at::kDouble:
       return true;
     default:
       return false;
@@ -71,6 +72,7 @@ mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
   switch (t) {
     case at::kFloat: return mlu::DType::kFloat32;
     case at::kHalf: return mlu::DType::kFloat16;
+    case at::kBFloat16: return mlu::DType::kBFloat16;
     case at::kChar: return mlu::DType::kInt8;
     case at::kInt: return mlu::DType::kInt32;
     case at::kLong: return mlu::DType::kInt64;
@@ -79,7 +81,8 @@ mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
     default: break;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, op, ": dtype ", t, " is not supported on device mlu"
-                              "(supported: float32, float16, int8, int32, int64, bool; float64 for copies)");
+                               "(supported: float32, float16, bfloat16 where the preset computes it, int8, int32, int64, bool; "
+                              "float64 for copies)");
 }
 
 mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op) {

@@ -191,6 +191,7 @@ Tensor mlu_nan_to_num(const Tensor& self, std::optional<double> nan, std::option
   if (!at::isFloatingType(self.scalar_type())) return self.clone();  // integers have no NaN or inf
   double hi = std::numeric_limits<float>::max(), lo = std::numeric_limits<float>::lowest();
   if (self.scalar_type() == at::kHalf) hi = 65504.0, lo = -65504.0;
+  if (self.scalar_type() == at::kBFloat16) hi = 3.3895313892515355e38, lo = -3.3895313892515355e38;
   if (self.scalar_type() == at::kDouble) hi = std::numeric_limits<double>::max(), lo = std::numeric_limits<double>::lowest();
   return program("aten::nan_to_num", {self},
                  "cast_like(where(ne($0, $0), " + lit(nan.value_or(0.0)) + ", where(eq($0, inf), " + lit(posinf.value_or(hi)) +

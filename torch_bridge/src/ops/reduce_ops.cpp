@@ -97,7 +97,7 @@ void check_nonempty_reduction(const Tensor& x, const std::vector<int>& dims, con
 
 bool reducible(ScalarType t) {
   switch (t) {
-    case at::kFloat: case at::kHalf: case at::kChar: case at::kInt: case at::kLong: case at::kBool:
+    case at::kFloat: case at::kHalf: case at::kBFloat16: case at::kChar: case at::kInt: case at::kLong: case at::kBool:
       return true;
     default:
       return false;
@@ -106,7 +106,7 @@ bool reducible(ScalarType t) {
 
 void check_reducible(ScalarType t, const char* name) {
   TORCH_CHECK_NOT_IMPLEMENTED(reducible(t), name, ": dtype ", t, " is not supported on device mlu"
-                              "(reductions take float32, float16, int8, int32, int64, bool)");
+                              "(reductions take float32, float16, bfloat16, int8, int32, int64, bool)");
 }
 
 // ---- libmlu calls ------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ void launch_reduce(OpScope& op, mlu::ReduceOp rop, const Tensor& x, const std::v
 bool needs_cast(ScalarType x, ScalarType target, bool integral_widens) {
   if (x == target) return false;
   if (integral_widens && target == at::kLong && at::isIntegralType(x, /*includeBool=*/true)) return false;
-  if (x == at::kHalf && target == at::kFloat) return false;  // libmlu accumulates fp16 in fp32
+  if ((x == at::kHalf || x == at::kBFloat16) && target == at::kFloat) return false;  // libmlu accumulates them in fp32
   return true;
 }
 
