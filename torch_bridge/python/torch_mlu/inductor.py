@@ -147,10 +147,18 @@ def _device_pass():
 # op as an extern kernel; on every other device the decomposition is unchanged.
 # Inference batch norm stays whole too, for the epilogue pass (inductor_passes.py) to fold it into
 # the convolution before it.
+# embedding_dense_backward likewise: libmlu adds whole rows (one kernel), where the decomposition's
+# element-wise scatter-add was measured at 1.4 M cycles for a GPT-2 step's two (eager: a few
+# thousand).
 _KEEP_WHOLE = ("_softmax.default", "_log_softmax.default", "_softmax_backward_data.default",
                "_log_softmax_backward_data.default", "native_layer_norm.default",
                "native_layer_norm_backward.default", "gelu.default", "gelu_backward.default",
-               "_native_batch_norm_legit_no_training.default")
+               "_native_batch_norm_legit_no_training.default", "embedding_dense_backward.default")
+
+# Ops Inductor lowers itself (no decomposition to skip) that the device runs better whole: the
+# embedding lookup is one row-gather kernel on the device, where Inductor's indirect load becomes
+# index arithmetic plus an element gather.
+_EXTERN_ON_DEVICE = ("embedding.default",)
 
 
 def _keep_whole_on_device():
@@ -175,6 +183,33 @@ def _keep_whole_on_device():
         decomposition.decompositions[op] = decomp
         if op not in lowerings:  # only reached on mlu: elsewhere the decomposition ran first
             make_fallback(op, warn=False, override_decomp=True)
+
+
+def _extern_on_device():
+    """On mlu, the ops of _EXTERN_ON_DEVICE run as their ATen op (an extern kernel); elsewhere
+    Inductor's own lowering is unchanged."""
+    from torch._inductor import lowering  # noqa: PLC0415
+
+    aten = torch.ops.aten
+    for name in _EXTERN_ON_DEVICE:
+        packet, overload = name.split(".")
+        op = getattr(getattr(aten, packet), overload)
+        original = lowering.lowerings.get(op)
+        if original is None or getattr(original, "_mlu_aware", False):
+            continue
+        extern = lowering.fallback_handler(op, add_to_fallback_set=False)
+
+        def lower(*args, _original=original, _extern=extern, **kwargs):
+            first = next((a for a in args if hasattr(a, "get_device")), None)
+            device = first.get_device() if first is not None else None
+            if device is not None and device.type == "mlu":
+                return _extern(*args, **kwargs)
+            return _original(*args, **kwargs)
+
+        lower._mlu_aware = True
+        for key, fn in list(lowering.lowerings.items()):
+            if fn is original:
+                lowering.lowerings[key] = lower
 
 
 def _no_layout_opt_on_device():
@@ -249,6 +284,7 @@ def register():
     register_fake_kernels()
     _no_layout_opt_on_device()
     _device_seeds()
+    _extern_on_device()
     register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen,
                                 device_custom_pass=_device_pass())
     _registered = True

@@ -283,6 +283,65 @@ class MluKernel(Kernel):
             for node in nodes:
                 node.codegen([self.xvars, self.rvars])
 
+    # ---- the iteration space -----------------------------------------------------------------------
+    def refine_iteration_space(self):
+        """Splits loop variables where the recorded indices divide them, so that they become linear.
+
+        Inductor merges contiguous dims into one loop variable and indexes the others with
+        ``v // d`` and ``v % m`` (a read of a [2, 16] slice with row stride 17 through v in
+        [0, 32): ``17 * (v // 16) + v % 16``). With v = 16 * v1 + v0 (v1 < 2, v0 < 16) that index
+        is ``17 * v1 + v0``: a strided view instead of an index tensor and a gather. Each variable
+        of constant size N is split at the divisors d (and d * m) of its ``//`` and ``%`` terms
+        that form a divisibility chain dividing N; the sub-variables keep v's place, outermost
+        first, so flat order (and argmax's reduction index) is unchanged."""
+        exprs = [v.args[0] for v in self.cse.values() if v.kind in ("load", "index")]
+        exprs += [index for _, index, _, _ in self.stores]
+        points = {v: set() for v in self.vars}
+        for e in exprs:
+            for f in e.atoms(FloorDiv, CleanDiv):
+                if f.args[0] in points and f.args[1].is_Integer:
+                    points[f.args[0]].add(int(f.args[1]))
+            for m in e.atoms(ModularIndexing):
+                base, div, mod = m.args
+                if base in points and div.is_Integer and mod.is_Integer:
+                    points[base].update((int(div), int(div) * int(mod)))
+        replacements, new_vars, new_sizes, nx = {}, [], {}, 0
+        for i, var in enumerate(self.vars):
+            size = self.var_sizes[var]
+            chain = []
+            if size.is_Integer:
+                for p in sorted(points[var]):
+                    if 1 < p < int(size) and int(size) % p == 0 and (not chain or p % chain[-1] == 0):
+                        chain.append(p)
+            if not chain:
+                new_vars.append(var)
+                new_sizes[var] = size
+                nx += i < len(self.xvars)
+                continue
+            bounds = [1] + chain + [int(size)]
+            subs = [sympy_index_symbol(f"{var.name}_{k}") for k in range(len(bounds) - 1)]
+            replacements[var] = sum(bounds[k] * subs[k] for k in range(len(subs)))
+            for k in reversed(range(len(subs))):  # outermost (largest stride) first
+                new_vars.append(subs[k])
+                new_sizes[subs[k]] = sympy.Integer(bounds[k + 1] // bounds[k])
+                nx += i < len(self.xvars)
+        if not replacements:
+            return
+        ranges = dict(new_sizes)
+
+        def rewrite(e):
+            return V.graph.sizevars.simplify_with_ranges(sympy.expand(e.xreplace(replacements)), ranges)
+
+        for v in list(self.cse.values()):
+            if v.kind in ("load", "index"):
+                v.args = (rewrite(v.args[0]),) + v.args[1:]
+        self.stores = [(name, rewrite(index), value, mode) for name, index, value, mode in self.stores]
+        self.xvars, self.rvars = new_vars[:nx], new_vars[nx:]
+        self.vars = new_vars
+        self.var_sizes = new_sizes
+        self.sizes = [new_sizes[v] for v in self.xvars]
+        self.rsizes = [new_sizes[v] for v in self.rvars]
+
     # ---- emission --------------------------------------------------------------------------------
     def codegen_function(self, name):
         """The kernel as the source of a Python function `name(*args)` (args: python_argdefs)."""
@@ -314,6 +373,7 @@ class _Emitter:
         self.consumers = {}       # uid -> set of consumer uids (graph edges)
         self.roots = set()        # uids that must be materialized (stored, reduced, eager operands)
         self.nx, self.nr = len(kernel.sizes), len(kernel.rsizes)
+        self.iotas = {}           # loop variable -> Python name of its arange (one per kernel)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def tmp(self):
@@ -562,23 +622,77 @@ class _Emitter:
                 f"({''.join(s + ', ' for s in strides)}), {buf}.storage_offset() + {off})")
 
     def index_tensor(self, expr, dtype=torch.int64):
-        """An int64 device tensor of expr over the iteration space (broadcast shape)."""
+        """An int64 device tensor of expr over the iteration space (broadcast shape): one program
+        kernel over the loop variables' iotas when expr is a sum of products (the usual case once
+        refine_iteration_space has removed // and %), else a chain of device ops."""
+        expr = sympy.sympify(expr)
         name = self.tmp()
-        self.emit(f"{name} = {self.sym_tensor(sympy.sympify(expr))}")
+        program = self.index_program(expr, [])
+        if program is not None:
+            text, inputs = program
+            cast = f"cast({text}, {_PROGRAM_DTYPES.get(dtype, 'i64')})" if dtype in _PROGRAM_DTYPES else text
+            self.emit(f"{name} = torch.ops.mlu.elementwise([{', '.join(inputs)}], {cast!r})")
+            return name
+        self.emit(f"{name} = {self.sym_tensor(expr)}")
         if dtype is not None and dtype != torch.int64:
             self.emit(f"{name} = {name}.to({dtype})")
         return name
+
+    def iota(self, var):
+        """The arange of loop variable `var`, shaped to broadcast along its dim (one per kernel)."""
+        if var not in self.iotas:
+            i = self.k.vars.index(var)
+            shape = ["1"] * len(self.k.vars)
+            shape[i] = "-1"
+            name = self.tmp()
+            self.emit(f"{name} = torch.arange({self.size_expr(self.k.var_sizes[var])}, "
+                      f"device={self.device_arg()}.device).view({', '.join(shape)})")
+            self.iotas[var] = name
+        return self.iotas[var]
+
+    def index_program(self, e, inputs):
+        """(program text, input names) computing e with add/mul over iotas and indirect indices,
+        or None when e needs other ops (or has no tensor operand)."""
+        def text(x):
+            if x.is_Integer:
+                return str(int(x))
+            if x in self.k.var_sizes or x in self.k.indirect:
+                if x in self.k.var_sizes:
+                    name = self.iota(x)
+                else:
+                    value, size, wrap_neg = self.k.indirect[x]
+                    name = self.value(value)
+                    if wrap_neg:
+                        wrapped = self.tmp()
+                        self.emit(f"{wrapped} = torch.ops.mlu.elementwise([{name}], "
+                                  f"'where(lt($0, 0), add($0, {int(size)}), cast($0, i64))')" if sympy.sympify(size).is_Integer
+                                  else f"{wrapped} = torch.where({name} < 0, {name} + {self.size_expr(size)}, {name})")
+                        name = wrapped
+                if name not in inputs:
+                    inputs.append(name)
+                return f"cast(${inputs.index(name)}, i64)"
+            if isinstance(x, (sympy.Add, sympy.Mul)) and x.args:
+                parts = [text(a) for a in x.args]
+                if any(p is None for p in parts):
+                    return None
+                op = "add" if isinstance(x, sympy.Add) else "mul"
+                out = parts[0]
+                for p in parts[1:]:
+                    out = f"{op}({out}, {p})"
+                return out
+            return None
+
+        body = text(e)
+        if body is None or not inputs:
+            return None
+        return body, inputs
 
     def sym_tensor(self, e):
         """Python text evaluating sympy expr e as a device tensor (or int) over the iteration space."""
         if e.is_Integer:
             return str(int(e))
         if e in self.k.var_sizes:
-            i = self.k.vars.index(e)
-            shape = ["1"] * len(self.k.vars)
-            shape[i] = "-1"
-            return (f"torch.arange({self.size_expr(self.k.var_sizes[e])}, device={self.device_arg()}.device)"
-                    f".view({', '.join(shape)})")
+            return self.iota(e)
         if e in self.k.indirect:
             value, size, wrap_neg = self.k.indirect[e]
             t = self.value(value)
@@ -607,21 +721,40 @@ class _Emitter:
             return text
         raise Unsupported(f"torch.compile on mlu: index expression {e} has no device lowering yet")
 
-    def gather(self, buf, index):
-        """Elements of buffer `buf` at a non-linear index (clamped: masked-off lanes read in range)."""
+    def gather(self, buf, index, masked):
+        """Elements of buffer `buf` at a non-linear index. Under a mask the index is clamped into
+        the buffer (masked-off lanes may compute any index; their values are discarded)."""
         idx = self.index_tensor(index)
         name = self.tmp()
-        self.emit(f"{name} = _gather({buf}, {idx}, {self.shape()})")
+        self.emit(f"{name} = _gather({buf}, {idx}, clamp={masked})")
         return name
 
     def load(self, v):
         name = self.k.args.input(v.op)
-        view = None if v.extra else self.view(name, v.args[0])
-        if view is not None:
+        view = self.view(name, v.args[0])
+        if view is not None and not (v.extra and self.may_leave(v.op, v.args[0])):
             t = self.tmp()
             self.emit(f"{t} = {view}")
             return t
-        return self.gather(name, v.args[0])
+        return self.gather(name, v.args[0], masked=bool(v.extra))
+
+    def may_leave(self, buffer, index):
+        """Whether a linear index can point outside its buffer for some iteration point (masked
+        loads: constant_pad reads x - 1 at x = 0, cat reads past a row). Such loads gather with
+        clamping instead; the others read a view whose masked-off lanes are discarded."""
+        lin = self.linear(index)
+        if lin is None:
+            return True
+        offset, coeffs = lin
+        sizes = [self.k.var_sizes[v] for v in coeffs]
+        if not (all(sympy.sympify(c).is_Integer for c in coeffs.values()) and sympy.sympify(offset).is_Integer
+                and all(sz.is_Integer for sz in sizes)):
+            return True
+        spans = [int(c) * (int(self.k.var_sizes[v]) - 1) for v, c in coeffs.items()]
+        low = int(offset) + sum(min(0, x) for x in spans)
+        high = int(offset) + sum(max(0, x) for x in spans)
+        numel = sympy.sympify(V.graph.get_numel(buffer))
+        return low < 0 or not numel.is_Integer or high >= int(numel)
 
     def launches(self):
         """What the kernel launches per call, by kind (device kernels; views launch none):

@@ -29,15 +29,15 @@ def _flat(buf):
     return buf.as_strided((_span(buf),), (1,), buf.storage_offset())
 
 
-def _gather(buf, index, shape):
-    """buf's elements at flat index tensor `index` (broadcast over the iteration space `shape`).
-    Indices are clamped into the buffer: a load under a mask may compute an index outside it for
-    lanes the mask discards."""
+def _gather(buf, index, clamp):
+    """buf's elements at the flat indices of tensor `index` (same shape). clamp: first clamp the
+    indices into the buffer (a load under a mask computes indices outside it for the lanes the
+    mask discards)."""
     flat = _flat(buf)
     index = torch.as_tensor(index, device=buf.device)
-    index = index.clamp(0, max(flat.numel() - 1, 0))
-    out_shape = torch.broadcast_shapes(index.shape, (1,) * len(shape)) if index.dim() else ()
-    return flat.index_select(0, index.reshape(-1)).view(out_shape)
+    if clamp:
+        index = index.clamp(0, max(flat.numel() - 1, 0))
+    return flat.index_select(0, index.reshape(-1)).view(index.shape)
 
 
 def _scatter(out, index, value, shape):

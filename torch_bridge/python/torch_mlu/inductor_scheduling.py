@@ -62,6 +62,7 @@ class MluScheduling(BaseScheduling):
         sizes, rsizes = _ranges(node)
         kernel = MluKernel(sizes, rsizes)
         kernel.record(nodes)
+        kernel.refine_iteration_space()
         with V.set_kernel_handler(kernel):
             kernel.remove_kernel_local_buffers()
         name = f"mlu_kernel_{MluScheduling._counter}"
