@@ -196,6 +196,29 @@ TEST_F(Bf16Ops, MatmulRunsOnTheBf16ArrayWithFp32Accumulation) {
   EXPECT_EQ(other, 0u);
 }
 
+// The bf16 numbers come out of the simulated memories: a flipped bit in the matmul's first DMA
+// (an operand load) changes C.
+TEST_F(Bf16Ops, BitFlipInTheMatmulChangesTheResult) {
+  const std::int64_t m = 16, k = 64, n = 16;
+  const std::vector<bfloat16> a = bf16_of(random<float>(m * k, 61)), b = bf16_of(random<float>(k * n, 62));
+  void* pa = to_device(a);
+  void* pb = to_device(b);
+  void* pc = dalloc(m * n * 2);
+  const TensorDesc da = desc(kBf16, {m, k}), db = desc(kBf16, {k, n}), dc = desc(kBf16, {m, n});
+  MatmulParams prm;
+  std::vector<float> clean, flipped;
+  for (bool flip : {false, true}) {
+    if (flip) {
+      ASSERT_EQ(mlusimInjectDmaBitFlip(0, 1), cnrtSuccess);
+    }
+    ASSERT_EQ(matmul(&h(), prm, da, pa, db, pb, nullptr, nullptr, dc, pc, nullptr, 0), Status::kSuccess)
+        << last_error_detail();
+    std::vector<float>& out = flip ? flipped : clean;
+    for (bfloat16 v : from_device<bfloat16>(pc, m * n)) out.push_back(widen(v));
+  }
+  EXPECT_NE(clean, flipped);
+}
+
 // MLU370 has no bf16 arithmetic: the ops refuse up front, naming op and preset; storage and
 // same-dtype copies still work.
 TEST_F(Bf16Ops, Mlu370RejectsBf16ComputeNamingOpAndPreset) {
