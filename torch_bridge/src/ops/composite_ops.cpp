@@ -419,11 +419,16 @@ Tensor interp_forward(const char* name, const Tensor& self, at::IntArrayRef outp
   TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf, name,
                               ": dtype ", self.scalar_type(), " is not supported on device mlu (float32, float16)");
   Tensor x = self;
-  for (const InterpDim& d : interp_dims(op, self.sizes(), output_size, mode, align_corners, scales)) {
+  const std::vector<InterpDim> dims = interp_dims(op, self.sizes(), output_size, mode, align_corners, scales);
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const InterpDim& d = dims[k];
     const Tensor a = at::index_select(x, d.dim, d.i0);
-    x = mode == Interp::kLinear ? run_elementwise_program({a, at::index_select(x, d.dim, d.i1), d.weight},
-                                                          "cast_like(add(mul($0, sub(1.0, $2)), mul($1, $2)), $0)")
-                                : a;
+    // fp16: the blends between dims stay fp32 (the weights' dtype) and the last rounds once, as
+    // torch's kernels accumulate half in float.
+    const std::string blend = "add(mul($0, sub(1.0, $2)), mul($1, $2))";
+    const std::string text = self.scalar_type() == at::kHalf ? (k + 1 == dims.size() ? "cast(" + blend + ", f16)" : blend)
+                                                             : "cast_like(" + blend + ", $0)";
+    x = mode == Interp::kLinear ? run_elementwise_program({a, at::index_select(x, d.dim, d.i1), d.weight}, text) : a;
   }
   return x.is_same(self) ? self.clone() : x;
 }

@@ -1,0 +1,126 @@
+"""Sorting and selection on the device (src/ops/sort_ops.cpp over libmlu sort) against torch's CPU
+results: sort / argsort / msort (stable, both directions, NaN and ties, any dim, non-contiguous,
+0-dim, empty, a row longer than one core's chunk), topk, kthvalue, median / nanmedian (with NaN),
+fp16 and integers, the sort backward, and logcumsumexp (src/ops/scan_ops.cpp: a cumsum of exponentials)."""
+
+import pytest
+import torch
+
+DEV = "mlu"
+
+
+def same(out, ref):
+    assert out.dtype == ref.dtype and out.shape == ref.shape, (out.dtype, out.shape, ref.dtype, ref.shape)
+    torch.testing.assert_close(out.cpu(), ref, rtol=0, atol=0, equal_nan=True)
+
+
+def ties_and_nans(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-4, 5, shape, generator=g).float() / 2
+    flat = x.view(-1)
+    flat[:: 7] = float("nan")
+    flat[3 :: 11] = float("inf")
+    flat[5 :: 13] = -float("inf")
+    return x
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_stable_nan_ties_any_dim(dev, descending):
+    x = ties_and_nans(6, 9, 5)
+    for dim in (0, 1, -1):
+        v, i = torch.sort(x.to(DEV), dim=dim, descending=descending, stable=True)
+        rv, ri = torch.sort(x, dim=dim, descending=descending, stable=True)
+        same(v, rv)
+        same(i, ri)
+    same(torch.argsort(x.to(DEV), dim=1, descending=descending, stable=True),
+         torch.argsort(x, dim=1, descending=descending, stable=True))
+    xt = x.transpose(0, 2)  # non-contiguous
+    same(torch.sort(xt.to(DEV), stable=True, descending=descending)[1], torch.sort(xt, stable=True, descending=descending)[1])
+    same(torch.msort(x.to(DEV)), torch.msort(x))
+
+
+def test_sort_long_row_dtypes_edges(dev):
+    x = ties_and_nans(2, 1500, seed=1)  # longer than the tiny preset's NRAM chunk: GDRAM merge stages
+    v, i = torch.sort(x.to(DEV), stable=True)
+    rv, ri = torch.sort(x, stable=True)
+    same(v, rv)
+    same(i, ri)
+    h = ties_and_nans(3, 17, seed=2).half()
+    same(torch.sort(h.to(DEV), stable=True, descending=True)[1], torch.sort(h, stable=True, descending=True)[1])
+    n = torch.randint(-1000, 1000, (4, 33), generator=torch.Generator().manual_seed(3))
+    for t in (n, n.int(), n.to(torch.int8), n > 0):
+        same(torch.sort(t.to(DEV), stable=True)[0], torch.sort(t, stable=True)[0])
+        same(torch.sort(t.to(DEV), stable=True)[1], torch.sort(t, stable=True)[1])
+    s = torch.tensor(3.5)
+    same(torch.sort(s.to(DEV))[0], torch.sort(s)[0])
+    same(torch.sort(s.to(DEV))[1], torch.sort(s)[1])
+    e = torch.empty(0, 4)
+    same(torch.sort(e.to(DEV), dim=0)[0], torch.sort(e, dim=0)[0])
+    with pytest.raises(NotImplementedError, match="sort"):
+        torch.sort(torch.zeros(3, dtype=torch.float64, device=DEV))
+
+
+def test_topk_kthvalue_median(dev):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 12, generator=g)
+    for largest in (True, False):
+        v, i = torch.topk(x.to(DEV), 4, dim=1, largest=largest)
+        rv, ri = torch.topk(x, 4, dim=1, largest=largest)
+        same(v, rv)
+        same(i, ri)
+    same(torch.kthvalue(x.to(DEV), 3, dim=0)[0], torch.kthvalue(x, 3, dim=0)[0])
+    same(torch.kthvalue(x.to(DEV), 3, dim=1, keepdim=True)[1], torch.kthvalue(x, 3, dim=1, keepdim=True)[1])
+    xn = x.clone()
+    xn[1, 4] = xn[1, 7] = xn[3, 0] = float("nan")
+    xn[4, :11] = float("nan")  # one number left (an all-NaN row's nanmedian index is unspecified)
+    for fn in (torch.median, torch.nanmedian):
+        same(fn(xn.to(DEV)), fn(xn))
+        same(fn(x.to(DEV)), fn(x))
+        v, i = fn(xn.to(DEV), dim=1)
+        rv, ri = fn(xn, dim=1)
+        same(v, rv)
+        same(i, ri)
+    n = torch.randint(0, 9, (3, 8), generator=g)
+    same(torch.median(n.to(DEV), dim=1)[0], torch.median(n, dim=1)[0])
+    with pytest.raises(IndexError):
+        torch.topk(x.to(DEV), 13, dim=1)
+
+
+def test_sort_and_topk_backward(dev):
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(5))
+    xd = x.to(DEV).requires_grad_()
+    xc = x.clone().requires_grad_()
+    w = torch.randn(4, 3)
+    (torch.topk(xd, 3, dim=1)[0] * w.to(DEV)).sum().backward()
+    (torch.topk(xc, 3, dim=1)[0] * w).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad)
+    xd.grad = None
+    xc.grad = None
+    (torch.sort(xd, dim=0)[0] * x.to(DEV)).sum().backward()
+    (torch.sort(xc, dim=0)[0] * x).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad)
+
+
+def test_unique_and_unique_consecutive(dev):
+    x = torch.tensor([[3.0, 1.0, float("nan")], [1.0, 3.0, 2.0], [2.0, 2.0, float("nan")]])
+    for sorted_ in (True, False):
+        got = torch.unique(x.to(DEV), sorted=sorted_, return_inverse=True, return_counts=True)
+        ref = torch.unique(x, sorted=sorted_, return_inverse=True, return_counts=True)
+        for g, r in zip(got, ref):
+            same(g, r)
+    n = torch.tensor([5, 5, 1, 1, 1, 5, 2, 2])
+    for g, r in zip(torch.unique_consecutive(n.to(DEV), return_inverse=True, return_counts=True),
+                    torch.unique_consecutive(n, return_inverse=True, return_counts=True)):
+        same(g, r)
+    same(torch.unique(n.to(DEV)), torch.unique(n))
+    same(torch.unique(torch.empty(0).to(DEV)), torch.unique(torch.empty(0)))
+
+
+def test_logcumsumexp(dev):
+    x = torch.randn(4, 7, generator=torch.Generator().manual_seed(6)) * 3
+    x[1, 2] = -float("inf")
+    x[2] = -float("inf")
+    for dim in (0, 1):
+        torch.testing.assert_close(torch.logcumsumexp(x.to(DEV), dim).cpu(), torch.logcumsumexp(x, dim), equal_nan=True)
+    h = x.half()
+    torch.testing.assert_close(torch.logcumsumexp(h.to(DEV), 1).cpu(), torch.logcumsumexp(h, 1), equal_nan=True)
