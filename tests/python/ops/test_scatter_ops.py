@@ -1,8 +1,8 @@
 """Overwriting and reducing scatters on the device (src/ops/scatter_ops.cpp over libmlu scatter)
 against torch's CPU results: scatter (src / value / add / multiply, duplicates: the last update in
 index order wins), scatter_reduce (every reduction, include_self both ways), index_copy,
-index_fill_, put_ (accumulate both ways, negative indices), masked_scatter_, and the backward of
-scatter."""
+index_fill_, put_ (accumulate both ways, negative indices), masked_scatter_, index_put_ (last
+write wins, accumulate, boolean masks), and the backward of scatter."""
 
 import pytest
 import torch
@@ -82,3 +82,25 @@ def test_scatter_backward(dev):
     (torch.scatter(xc, 1, idx, sc) * w).sum().backward()
     torch.testing.assert_close(xd.grad.cpu(), xc.grad)
     torch.testing.assert_close(sd.grad.cpu(), sc.grad)
+
+
+def test_index_put(dev):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(4, 5, 3, generator=g)
+    rows = torch.tensor([0, 2, 2, 3])
+    cols = torch.tensor([1, 4, 4, 0])
+    v = torch.randn(4, 3, generator=g)
+    for acc in (False, True):  # duplicates (2, 4): the last write wins / both add
+        same(x.to(DEV).index_put_((rows.to(DEV), cols.to(DEV)), v.to(DEV), accumulate=acc),
+             x.clone().index_put_((rows, cols), v, accumulate=acc))
+    y = x.to(DEV)
+    y[torch.tensor([3, 1]).to(DEV)] = 7.0  # index tensors on the leading dims (index.Tensor's limit)
+    r = x.clone()
+    r[torch.tensor([3, 1])] = 7.0
+    same(y, r)
+    mask = x > 0.5
+    y = x.to(DEV)
+    y[mask.to(DEV)] = -1.0
+    r = x.clone()
+    r[mask] = -1.0
+    same(y, r)

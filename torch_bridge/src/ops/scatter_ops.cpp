@@ -13,13 +13,17 @@
 //                                           tensor, negative indices wrapped by a program
 //   masked_scatter_                         the source position of each masked element from a
 //                                           device cumsum of the mask, index_select, where
+//   _index_put_impl_ (index_put_)           put_ at the flat positions index.Tensor selects from an
+//                                           arange (last write wins; accumulate adds in order)
 //
 // Backwards are torch's formulas (gather / masked_select / index_select on the same indices).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/full_like.h>
+#include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -252,6 +256,24 @@ Tensor& mlu_put_(Tensor& self, const Tensor& index, const Tensor& source, bool a
   return self;
 }
 
+// self[indices] = values (accumulate: +=), as torch's advanced indexing: the flat position of every
+// indexed element from index.Tensor over an arange of self's numel (the device's index kernel does
+// the broadcasting, masks and None dims), then put_ there.
+Tensor& mlu_index_put_impl_(Tensor& self, const c10::List<std::optional<Tensor>>& indices, const Tensor& values,
+                            bool accumulate, bool /*unsafe*/) {
+  const char* name = "aten::index_put_";
+  OpScope op(name, self);
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), name,
+              ": Index put requires the source and destination dtypes match, got ", self.scalar_type(),
+              " for the destination and ", values.scalar_type(), " for the source.");
+  if (self.numel() == 0) return self;
+  const Tensor flat_pos = at::arange(self.numel(), self.options().dtype(at::kLong)).view(self.sizes());
+  const Tensor pos = at::index(flat_pos, indices);
+  if (pos.numel() == 0) return self;
+  const Tensor v = values.device() == op.device() ? values : values.to(op.device());
+  return mlu_put_(self, pos, v.expand(pos.sizes()), accumulate);
+}
+
 Tensor& mlu_masked_scatter_(Tensor& self, const Tensor& mask, const Tensor& source) {
   const char* name = "aten::masked_scatter_";
   OpScope op(name, self);
@@ -294,6 +316,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_fill_.int_Tensor", TORCH_FN(mlu_index_fill_tensor_));
   m.impl("put_", TORCH_FN(mlu_put_));
   m.impl("masked_scatter_", TORCH_FN(mlu_masked_scatter_));
+  m.impl("_index_put_impl_", TORCH_FN(mlu_index_put_impl_));
 }
 
 }  // namespace mlusim::bridge::ops
