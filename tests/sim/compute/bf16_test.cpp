@@ -180,7 +180,7 @@ TEST(Bf16, MatmulAccumulatesInFp32AndRoundsOnce) {
       }
       const std::size_t o = i * n + j;
       ASSERT_NEAR(c32[o], ref, 1e-5 * mag + 1e-6) << o;
-      // One bf16 rounding of the fp32 sum: within half a bf16 ulp of c32 (2^-9 relative).
+      // One bf16 rounding of the fp32 sum: within half a bf16 ulp of c32 (2^-8 relative).
       ASSERT_EQ(widen(c16[o]), ref_round(c32[o])) << o;
     }
   EXPECT_FALSE(tensor_dtypes_supported(DType::kBFloat16, DType::kFloat16));
