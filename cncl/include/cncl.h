@@ -41,8 +41,10 @@
  * which waits for that device's queued work).
  *
  * Data types: every type for collectives that only move data; reductions (AllReduce, Reduce,
- * ReduceScatter) in cnclInt8, cnclInt32, cnclFloat16 and cnclFloat32, the types the VFU computes
- * (integer sums wrap as two's complement; fp16 sums are rounded to fp16 at every step).
+ * ReduceScatter) in cnclInt8, cnclInt32, cnclFloat16 and cnclFloat32, the types the VFU computes,
+ * and cnclBfloat16 where the config has bf16 arithmetic (vfu.bf16: preset mlu590; elsewhere
+ * CNCL_RET_ERR_UNSUPPORTED naming the config) (integer sums wrap as two's complement; fp16 and bf16
+ * sums are rounded to their type at every step).
  *
  * Thread safety: every function may be called from any thread; calls are serialised by one
  * library lock. Determinism: the same calls on the same config give the same times and results.

@@ -99,9 +99,18 @@ cnclResult_t check_reduction(const char* fn, cnclDataType_t dtype, cnclReduceOp_
   if (!valid_op(static_cast<long long>(op)))
     return fail(CNCL_RET_ERR_ARGUMENT, std::string(fn) + ": op " + std::to_string(static_cast<long long>(op)) +
                                            " is not a cnclReduceOp_t");
-  if (!reduce_dtype(dtype))
+  const std::optional<mlusim::sim::DType> t = reduce_dtype(dtype);
+  if (!t)
     return fail(CNCL_RET_ERR_UNSUPPORTED, std::string(fn) + ": " + op_name(op) + " in " + dtype_name(dtype) +
-                                              ": the VFU reduces only cnclInt8, cnclInt32, cnclFloat16 and cnclFloat32");
+                                              ": the VFU reduces only cnclInt8, cnclInt32, cnclFloat16, cnclBfloat16 "
+                                              "(where the config has bf16) and cnclFloat32");
+  if (*t == mlusim::sim::DType::kBFloat16) {
+    const mlusim::sim::HardwareConfig cfg = mlusim::driver::loaded_config();
+    if (!cfg.computes(*t))
+      return fail(CNCL_RET_ERR_UNSUPPORTED, std::string(fn) + ": " + op_name(op) + " in " + dtype_name(dtype) +
+                                                ": config '" + cfg.name + "' has no bf16 arithmetic (vfu.bf16 is "
+                                                "false; the MLU500 class, preset mlu590, has it)");
+  }
   return CNCL_RET_SUCCESS;
 }
 

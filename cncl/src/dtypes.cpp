@@ -53,6 +53,7 @@ std::optional<sim::DType> reduce_dtype(cnclDataType_t t) {
     case cnclInt8: return sim::DType::kInt8;
     case cnclInt32: return sim::DType::kInt32;
     case cnclFloat16: return sim::DType::kFloat16;
+    case cnclBfloat16: return sim::DType::kBFloat16;  // where the config computes bf16 (api.cpp checks)
     case cnclFloat32: return sim::DType::kFloat32;
     default: return std::nullopt;
   }

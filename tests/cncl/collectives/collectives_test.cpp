@@ -19,12 +19,12 @@ constexpr double kLinkGbps = 50, kLinkLatencyNs = 200;
 
 class CnclTest : public ::testing::Test {
  public:
-  void start(int ranks, double link_gbps = kLinkGbps) {
+  void start(int ranks, double link_gbps = kLinkGbps, bool bf16 = false) {
     const std::string devices = "devices=" + std::to_string(ranks);
     const std::string bw = "mlu_link.bandwidth_gbps=" + std::to_string(link_gbps);
     const std::string lat = "mlu_link.latency_ns=" + std::to_string(kLinkLatencyNs);
-    const char* ov[] = {devices.c_str(), bw.c_str(), lat.c_str()};
-    ASSERT_EQ(mlusimLoadConfigWithOverrides("tiny", ov, 3), cnrtSuccess) << mlusimGetLastErrorMessage();
+    const char* ov[] = {devices.c_str(), bw.c_str(), lat.c_str(), "vfu.bf16=true"};
+    ASSERT_EQ(mlusimLoadConfigWithOverrides("tiny", ov, bf16 ? 4 : 3), cnrtSuccess) << mlusimGetLastErrorMessage();
     n = ranks;
     queues.assign(static_cast<std::size_t>(n), nullptr);
     for (int r = 0; r < n; ++r) {
@@ -209,6 +209,34 @@ TEST_F(CnclTest, Fp16ProductAndInt8SumWrap) {
   ASSERT_EQ(cnclAllReduce(b1, b1, count, cnclInt8, cnclSum, c(1), q(1)), CNCL_RET_SUCCESS);
   sync_all();
   EXPECT_EQ(get<std::int8_t>(b0, count), std::vector<std::int8_t>(count, static_cast<std::int8_t>(-56)));  // 200 wraps
+}
+
+// bf16 sums where the chip has bf16 (tiny with vfu.bf16, as mlu590): each step adds in fp32 and
+// rounds to bf16; without it the reduction is refused naming the config.
+TEST_F(CnclTest, Bf16SumWhereTheConfigHasBf16) {
+  start(2, kLinkGbps, /*bf16=*/true);
+  const std::size_t count = 100;
+  void* a0 = alloc(0, count * 2);
+  void* a1 = alloc(1, count * 2);
+  put(a0, std::vector<std::uint16_t>(count, 0x3f80));  // 1.0
+  put(a1, std::vector<std::uint16_t>(count, 0x3c40));  // 1.5 x 2^-7: the sum 1.01171875 is a tie
+  ASSERT_EQ(cnclGroupStart(), CNCL_RET_SUCCESS);
+  ASSERT_EQ(cnclAllReduce(a0, a0, count, cnclBfloat16, cnclSum, c(0), q(0)), CNCL_RET_SUCCESS);
+  ASSERT_EQ(cnclAllReduce(a1, a1, count, cnclBfloat16, cnclSum, c(1), q(1)), CNCL_RET_SUCCESS);
+  ASSERT_EQ(cnclGroupEnd(), CNCL_RET_SUCCESS) << cnclGetLastErrorStr();
+  sync_all();
+  // between 1.0078125 (0x3f81, odd) and 1.015625 (0x3f82, even): rounds to even.
+  EXPECT_EQ(get<std::uint16_t>(a0, count), std::vector<std::uint16_t>(count, 0x3f82));
+  EXPECT_EQ(get<std::uint16_t>(a1, count), std::vector<std::uint16_t>(count, 0x3f82));
+}
+
+TEST_F(CnclTest, Bf16SumRefusedWithoutBf16) {
+  start(2);
+  void* a0 = alloc(0, 64);
+  EXPECT_EQ(cnclAllReduce(a0, a0, 8, cnclBfloat16, cnclSum, c(0), q(0)), CNCL_RET_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(cnclGetLastErrorStr()).find("cnclSum in cnclBfloat16: config 'tiny' has no bf16 arithmetic"),
+            std::string::npos)
+      << cnclGetLastErrorStr();
 }
 
 TEST_F(CnclTest, SendRecvMatchInOrderPerPair) {
