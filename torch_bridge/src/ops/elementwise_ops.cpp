@@ -716,7 +716,8 @@ Tensor addc(const char* name, bool divide, const Tensor& self, const Tensor& t1,
   const Operand os = operand(name, self, device, "self");
   const Operand o1 = operand(name, t1, device, "tensor1"), o2 = operand(name, t2, device, "tensor2");
   const ScalarType common = ResultType().t(self).t(t1).t(t2).get();
-  const double v = scalar_as(value, common);
+  // fp16: value in fp32 as well (torch's opmath scalar), not rounded to fp16 first.
+  const double v = scalar_as(value, common == at::kHalf ? at::kFloat : common);
   const Shape shape = broadcast(name, {os.sizes(), o1.sizes(), o2.sizes()});
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&os, &o1, &o2}));

@@ -38,6 +38,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -71,6 +72,17 @@ std::string lit(const c10::Scalar& v) { return lit(v.toDouble()); }
 Tensor program(const char* aten_op, at::TensorList inputs, const std::string& text) {
   OpScope op(aten_op, inputs[0]);  // tags the program's kernel with the ATen op
   return run_elementwise_program(inputs, text);
+}
+
+// A program whose fp16 intermediates round at every step (torch.ops.mlu.elementwise): for the ops
+// whose CPU kernel computes in the tensor's dtype op by op (logit's scalar_t arithmetic, mse_loss's
+// sub then pow) rather than in fp32 with one rounding.
+Tensor program_rounded(const char* aten_op, at::TensorList inputs, const std::string& text) {
+  OpScope op(aten_op, inputs[0]);
+  static const auto elementwise = c10::Dispatcher::singleton()
+                                      .findSchemaOrThrow("mlu::elementwise", "")
+                                      .typed<Tensor(at::TensorList, c10::string_view)>();
+  return elementwise.call(inputs, text);
 }
 
 // ---- elu ------------------------------------------------------------------------------------------------
@@ -218,7 +230,7 @@ std::string clamped_text(std::optional<double> eps) {
   return "minimum(maximum($0, " + lit(*eps) + "), " + lit(1.0 - *eps) + ")";
 }
 Tensor mlu_logit(const Tensor& self, std::optional<double> eps) {
-  return program("aten::logit", {self}, "z = " + clamped_text(eps) + "; log(div(z, sub(1.0, z)))");
+  return program_rounded("aten::logit", {self}, "z = " + clamped_text(eps) + "; log(div(z, sub(1.0, z)))");
 }
 Tensor& mlu_logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) { return write_out(mlu_logit(self, eps), out, "aten::logit"); }
 Tensor mlu_logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps) {
@@ -433,7 +445,7 @@ std::string per_element(const Tensor& self, int64_t reduction) {
 }
 
 Tensor mlu_mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
-  return reduce(program("aten::mse_loss", {self, target}, "d = sub($0, $1); mul(d, d)"), reduction);
+  return reduce(program_rounded("aten::mse_loss", {self, target}, "d = sub($0, $1); mul(d, d)"), reduction);
 }
 Tensor& mlu_mse_loss_out(const Tensor& self, const Tensor& target, int64_t reduction, Tensor& out) {
   return write_out(mlu_mse_loss(self, target, reduction), out, "aten::mse_loss");
