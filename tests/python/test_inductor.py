@@ -80,11 +80,26 @@ def test_reductions_match_the_cpu(dev, name, fn):
      (torch.randn(6, 3), torch.tensor([4, 1, 4]), torch.randn(3, 3))),
     ("iota", lambda x: x + torch.arange(6, device=x.device), (torch.randn(2, 6),)),
     ("erf (no program op)", lambda x: torch.erf(x) * 2 + 1, (torch.randn(16),)),
-    ("fp16", lambda x: (x.half() * 3).relu().float(), (torch.randn(16),)),
 ])
 def test_indexing_and_ops_match_the_cpu(dev, name, fn, args):
     out = torch.compile(fn)(*[a.to(dev) for a in args])
     torch.testing.assert_close(out.cpu(), fn(*args), rtol=1e-5, atol=1e-5, msg=name)
+
+
+def test_fp16_chains_round_once_as_inductor_kernels_do(dev):
+    """A fused fp16 chain keeps its intermediates in fp32 and rounds once on store, as Inductor's
+    Triton kernels do (eager rounds every op): equal to fp32 math rounded once, within one fp16
+    ulp of eager."""
+    x = torch.randn(64)
+
+    def f(x):
+        return (x.half() * 3).relu() + 1
+
+    out = torch.compile(f)(x.to(dev)).cpu()
+    assert out.dtype == torch.float16
+    once = ((x.half().float() * 3).relu() + 1).half()
+    torch.testing.assert_close(out, once, rtol=0, atol=0)
+    torch.testing.assert_close(out, f(x), rtol=1e-3, atol=1e-3)
 
 
 def test_softmax_and_layer_norm_stay_whole_kernels(dev):
@@ -209,3 +224,21 @@ def test_gemm_and_conv_epilogues_use_the_fused_kernels(dev):
     torch.testing.assert_close(out.cpu(), ref, rtol=1e-4, atol=1e-5)
     ops = {o["name"]: o["calls"] for o in torch_mlu.cycle_report(format="json")["ops"]}
     assert ops.get("mlu::conv_bn_act") == 1 and ops.get("mlu::linear_act") == 1, ops
+
+
+def test_elementwise_into_stores_into_a_strided_view_and_checks_out(dev):
+    """mlu::elementwise_into, what Inductor's kernels store with: one program kernel writing the
+    output view in place (no copy), inputs broadcast to out's shape, clear errors otherwise."""
+    x = torch.randn(4, 3)
+    out = torch.zeros(4, 6, device=dev)
+    torch.ops.mlu.elementwise_into([x.to(dev)], "add(mul($0, 2.0), 1.0)", out[:, ::2])
+    torch.testing.assert_close(out[:, ::2].cpu(), x * 2 + 1)
+    assert (out[:, 1::2].cpu() == 0).all()
+    row = torch.randn(3)
+    full = torch.empty(4, 3, device=dev)
+    torch.ops.mlu.elementwise_into([row.to(dev)], "neg($0)", full)  # broadcast to out's shape
+    torch.testing.assert_close(full.cpu(), (-row).expand(4, 3))
+    with pytest.raises(ValueError, match="cannot be cast to out's dtype"):
+        torch.ops.mlu.elementwise_into([x.to(dev)], "add($0, 1.0)", torch.empty(4, 3, dtype=torch.int32, device=dev))
+    with pytest.raises(ValueError, match="does not broadcast to out's shape"):
+        torch.ops.mlu.elementwise_into([x.to(dev)], "neg($0)", torch.empty(2, 3, device=dev))

@@ -51,7 +51,7 @@ PROGRAM_OPS = {
     "tanh": "tanh", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
     "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
-    "logical_not": "logical_not", "where": "where",
+    "logical_not": "logical_not", "where": "where", "cast_like": "cast_like",
 }
 
 # Program cast targets (DTYPE names of the program language).
@@ -79,6 +79,7 @@ _EAGER_OPS = {
     "bitwise_not": "torch.bitwise_not({0})", "left_shift": "torch.bitwise_left_shift({0}, {1})",
     "right_shift": "torch.bitwise_right_shift({0}, {1})", "fma": "torch.addcmul({2}, {0}, {1})",
     "nextafter": "torch.nextafter({0}, {1})", "xlogy": "torch.xlogy({0}, {1})",
+    "cast_like": "{0}.to({1}.dtype)",
 }
 
 # Inductor's boolean ops on masks (ops.and_/or_/xor: bool operands) in program terms.
@@ -188,7 +189,10 @@ class _Recorder(DefaultHandler):
             value = body()
         finally:
             self.k.mask_stack.pop()
-        return self.k.value("op", "where", (mask, value, self.k.value("const", args=(other,))))
+        # `other` is a Python number whatever the body's dtype (0.0 for an int64 load): it takes
+        # the body's dtype, as Triton's tl.where does.
+        other = self._default("cast_like", (self.k.value("const", args=(other,)), value), {})
+        return self._default("where", (mask, value, other), {})
 
     def indirect_indexing(self, index_var, size, check=True, wrap_neg=True):
         return self.k.record_indirect(index_var, size, wrap_neg)
@@ -483,8 +487,9 @@ class _Emitter:
         self.emit(f"{name} = {expr}")
         return name
 
-    def program(self, root):
-        """One torch.ops.mlu.elementwise launch for the largest program-expressible region at root."""
+    def program(self, root, into=None):
+        """One torch.ops.mlu.elementwise launch for the largest program-expressible region at root
+        (into: a view to store the result in with torch.ops.mlu.elementwise_into: no copy)."""
         region = {root.uid}
         nodes = {root.uid: root}
         order = [root]
@@ -535,10 +540,17 @@ class _Emitter:
                 local[v.uid] = text
         name = self.tmp()
         if not inputs:  # constants only: no tensor to stream
-            self.emit(f"{name} = torch.full({self.shape()}, {_literal(_const_eval(root))}, device={self.device_arg()}.device)")
+            if into is not None:
+                self.emit(f"{name} = {into}.fill_({_literal(_const_eval(root))})")
+            else:
+                self.emit(f"{name} = torch.full({self.shape()}, {_literal(_const_eval(root))}, "
+                          f"device={self.device_arg()}.device)")
             return name
         program = " ".join(stmts + [local[root.uid]])
-        self.emit(f"{name} = torch.ops.mlu.elementwise([{', '.join(inputs)}], {program!r})")
+        if into is not None:
+            self.emit(f"{name} = torch.ops.mlu.elementwise_into([{', '.join(inputs)}], {program!r}, {into})")
+        else:
+            self.emit(f"{name} = torch.ops.mlu.elementwise([{', '.join(inputs)}], {program!r})")
         return name
 
     def reduction(self, v):
@@ -761,7 +773,7 @@ class _Emitter:
         program (fused elementwise), reduction, eager (single ATen op), gather, scatter, copy."""
         counts = {"program": 0, "reduction": 0, "eager": 0, "gather": 0, "scatter": 0, "copy": 0}
         for line in self.lines:
-            if "torch.ops.mlu.elementwise(" in line:
+            if "torch.ops.mlu.elementwise(" in line or "torch.ops.mlu.elementwise_into(" in line:
                 counts["program"] += 1
             elif any(f"torch.{r}(" in line for r in ("sum", "prod", "amax", "amin", "argmax", "argmin", "any",
                                                        "var_mean")):
@@ -790,9 +802,15 @@ class _Emitter:
             if name in k.removed_buffers:
                 continue
             out = k.args.output(name)
-            val = self.value(value) if isinstance(value, _Value) else _literal(value)
             reduced = any(r.kind == "reduction" or r.kind == "item" for r in [value] if isinstance(r, _Value))
             view = self.view(out, index, reduced=reduced) if mode is None else None
+            if (view is not None and isinstance(value, _Value) and value.uid not in self.names
+                    and self.programmable(value)):
+                # The program stores straight into the output's view (its one write to DRAM);
+                # other consumers of the value read it there.
+                self.names[value.uid] = self.program(value, into=view)
+                continue
+            val = self.value(value) if isinstance(value, _Value) else _literal(value)
             if view is not None:
                 self.emit(f"{view}.copy_(_as_tensor({val}, {out}))")
             else:
@@ -817,6 +835,7 @@ _FOLD = {
     "and_": lambda a, b: bool(a and b), "or_": lambda a, b: bool(a or b),
     "logical_and": lambda a, b: bool(a and b), "logical_or": lambda a, b: bool(a or b),
     "logical_not": lambda a: not a, "where": lambda c, a, b: a if c else b,
+    "cast_like": lambda a, b: type(b)(a),
 }
 
 

@@ -14,6 +14,10 @@
 //   mlu::elementwise(Tensor[] inputs, str program) -> Tensor
 //       one streaming kernel (libmlu elementwise_program) computing `program` over the broadcast
 //       inputs; the result has torch's dtype for the chain of ops the program spells out.
+//   mlu::elementwise_into(Tensor[] inputs, str program, Tensor(a!) out) -> Tensor(a!)
+//       the same kernel writing into `out` (any strides; the inputs broadcast to its shape; the
+//       result converts to out's dtype if torch.can_cast allows), fp16 steps in fp32 rounded once:
+//       what torch.compile's Inductor kernels on the device store with (no copy kernel).
 //
 // activation: "none", "relu", "relu6", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh".
 //
@@ -781,7 +785,8 @@ mlu::ElementwiseProgram to_mlu(const Program& p, const std::vector<TypeInfo>& ty
 }  // namespace
 
 namespace {
-Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates);
+Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates,
+                   const Tensor* out = nullptr);
 }  // namespace
 
 // Declared in op_support.h: other op families compute through programs too (program_ops.cpp).
@@ -793,7 +798,10 @@ Tensor run_elementwise_program(at::TensorList inputs_in, c10::string_view progra
 
 namespace {
 
-Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates) {
+// out: write the result into this tensor (any strides; the inputs broadcast to its shape, the
+// result converts to its dtype as a copy would) instead of a new one.
+Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool fp32_intermediates,
+                   const Tensor* out) {
   TORCH_CHECK_VALUE(!inputs_in.empty(), kElementwise, ": needs at least one input tensor");
   // The device: the first input that is not a CPU scalar.
   const Tensor* dev_of = &inputs_in[0];
@@ -826,14 +834,35 @@ Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool
   const Program prog = Parser(text, inputs.size()).parse();
   const std::vector<TypeInfo> types = infer_types(prog, inputs);
   const at::ScalarType out_dtype = types[static_cast<std::size_t>(prog.output)].dtype;
-  const std::vector<std::int64_t> shape = broadcast_all(inputs);
-  const Tensor* like = nullptr;
-  for (const Tensor& t : inputs)
-    if (t.sizes() == IntArrayRef(shape)) {
-      like = &t;
-      break;
+  std::vector<std::int64_t> shape = broadcast_all(inputs);
+  Tensor y;
+  if (out != nullptr) {
+    TORCH_CHECK(out->defined(), op.name(), ": out is undefined");
+    check_on_device(*out, op.device(), op.name(), "out");
+    TORCH_CHECK_VALUE(at::can_cast(out_dtype, out->scalar_type()), op.name(), ": the program's result dtype ",
+                      out_dtype, " cannot be cast to out's dtype ", out->scalar_type());
+    // The inputs broadcast to out's shape (libmlu wants y's dims = the inputs' broadcast shape).
+    const std::vector<std::int64_t> to(out->sizes().begin(), out->sizes().end());
+    bool broadcasts = shape.size() <= to.size();
+    for (std::size_t i = 1; broadcasts && i <= shape.size(); ++i) {
+      const std::int64_t s = shape[shape.size() - i];
+      broadcasts = s == 1 || s == to[to.size() - i];
     }
-  Tensor y = like ? empty_like_dense(*like, shape, out_dtype) : empty_on(op.device(), shape, out_dtype);
+    TORCH_CHECK_VALUE(broadcasts, op.name(), ": the inputs' broadcast shape ", IntArrayRef(shape),
+                      " does not broadcast to out's shape ", out->sizes());
+    for (Tensor& t : inputs)
+      if (t.sizes() != out->sizes()) t = t.expand(out->sizes());
+    shape = to;
+    y = *out;
+  } else {
+    const Tensor* like = nullptr;
+    for (const Tensor& t : inputs)
+      if (t.sizes() == IntArrayRef(shape)) {
+        like = &t;
+        break;
+      }
+    y = like ? empty_like_dense(*like, shape, out_dtype) : empty_on(op.device(), shape, out_dtype);
+  }
   mlu::ElementwiseProgram mp = to_mlu(prog, types, op.name());
   mp.fp32_intermediates = fp32_intermediates;
   std::vector<mlu::TensorDesc> descs;
@@ -849,6 +878,14 @@ Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool
 // mlu::elementwise (what the fusion pass emits for a chain of ATen ops): each intermediate
 // rounded to its dtype, as the unfused chain rounds it.
 Tensor mlu_elementwise(at::TensorList inputs, c10::string_view program) { return run_program(inputs, program, false); }
+
+// mlu::elementwise_into (Inductor's kernels on the device, torch_mlu/inductor_kernel.py): the
+// result stored straight into the output buffer's view (no copy kernel), fp16 steps computed in
+// fp32 and rounded once on store, as Inductor's generated kernels compute.
+Tensor mlu_elementwise_into(at::TensorList inputs, c10::string_view program, const Tensor& out) {
+  run_program(inputs, program, true, &out);
+  return out;
+}
 
 // The CPU reference: the chain of at:: ops. Literals are wrapped numbers (Python scalars) or
 // zero-dim tensors; a step whose result is fp16 computes in fp32 and rounds once, as the device.
@@ -964,6 +1001,13 @@ Tensor cpu_elementwise(at::TensorList inputs_in, c10::string_view program_text) 
   return out.contiguous();
 }
 
+// The CPU reference of elementwise_into: the chain of at:: ops, copied into out.
+Tensor cpu_elementwise_into(at::TensorList inputs, c10::string_view program, const Tensor& out) {
+  TORCH_CHECK(out.device().type() == at::kCPU, "mlu::elementwise_into: expected out on the CPU, got ", out.device());
+  out.copy_(cpu_elementwise(inputs, program));
+  return out;
+}
+
 // ---- inference only ----------------------------------------------------------------------------------
 
 // Autograd kernel of every mlu:: op: refuses inputs that require grad while grad mode is on (there
@@ -998,24 +1042,28 @@ TORCH_LIBRARY(mlu, m) {
         "Tensor");
   m.def("linear_act(Tensor input, Tensor weight, Tensor? bias, str activation) -> Tensor");
   m.def("elementwise(Tensor[] inputs, str program) -> Tensor");
+  m.def("elementwise_into(Tensor[] inputs, str program, Tensor(a!) out) -> Tensor(a!)");
 }
 
 TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {
   m.impl("conv_bn_act", TORCH_FN(mlu_conv_bn_act));
   m.impl("linear_act", TORCH_FN(mlu_linear_act));
   m.impl("elementwise", TORCH_FN(mlu_elementwise));
+  m.impl("elementwise_into", TORCH_FN(mlu_elementwise_into));
 }
 
 TORCH_LIBRARY_IMPL(mlu, CPU, m) {
   m.impl("conv_bn_act", TORCH_FN(cpu_conv_bn_act));
   m.impl("linear_act", TORCH_FN(cpu_linear_act));
   m.impl("elementwise", TORCH_FN(cpu_elementwise));
+  m.impl("elementwise_into", TORCH_FN(cpu_elementwise_into));
 }
 
 TORCH_LIBRARY_IMPL(mlu, Autograd, m) {
   m.impl("conv_bn_act", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
   m.impl("linear_act", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
   m.impl("elementwise", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
+  m.impl("elementwise_into", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
 }
 
 }  // namespace mlusim::bridge::ops
