@@ -7,6 +7,7 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from test_compile import kernel_launches
 from torch._inductor import config as inductor_config
 
 import torch_mlu
@@ -27,14 +28,6 @@ def new_kernels(fn, *args):
     start = len(torch_mlu.inductor_kernels())
     out = torch.compile(fn)(*args)
     return out, torch_mlu.inductor_kernels()[start:]
-
-
-def kernel_launches(fn, *args):
-    torch.mlu.synchronize()
-    torch_mlu.reset_stats()
-    out = fn(*args)
-    torch.mlu.synchronize()
-    return out, torch_mlu.cycle_report(format="json")["kernel_launches"]
 
 
 def test_a_pointwise_chain_is_one_program_kernel(dev):

@@ -161,14 +161,17 @@ _KEEP_WHOLE = ("_softmax.default", "_log_softmax.default", "_softmax_backward_da
 _EXTERN_ON_DEVICE = ("embedding.default",)
 
 
+def _aten_op(name):
+    """torch.ops.aten's OpOverload for "packet.overload"."""
+    packet, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, packet), overload)
+
+
 def _keep_whole_on_device():
     from torch._inductor import decomposition  # noqa: PLC0415
     from torch._inductor.lowering import lowerings, make_fallback  # noqa: PLC0415
 
-    aten = torch.ops.aten
-    for name in _KEEP_WHOLE:
-        packet, overload = name.split(".")
-        op = getattr(getattr(aten, packet), overload)
+    for op in map(_aten_op, _KEEP_WHOLE):
         original = decomposition.decompositions.get(op)
         if original is None or getattr(original, "_mlu_keeps_whole", False):
             continue
@@ -190,10 +193,7 @@ def _extern_on_device():
     Inductor's own lowering is unchanged."""
     from torch._inductor import lowering  # noqa: PLC0415
 
-    aten = torch.ops.aten
-    for name in _EXTERN_ON_DEVICE:
-        packet, overload = name.split(".")
-        op = getattr(getattr(aten, packet), overload)
+    for op in map(_aten_op, _EXTERN_ON_DEVICE):
         original = lowering.lowerings.get(op)
         if original is None or getattr(original, "_mlu_aware", False):
             continue
