@@ -1,7 +1,7 @@
 """Sorting and selection on the device (src/ops/sort_ops.cpp over libmlu sort) against torch's CPU
 results: sort / argsort / msort (stable, both directions, NaN and ties, any dim, non-contiguous,
 0-dim, empty, a row longer than one core's chunk), topk, kthvalue, median / nanmedian (with NaN),
-fp16 and integers, the sort backward, and logcumsumexp (src/ops/scan_ops.cpp: a cumsum of exponentials)."""
+fp16 and integers, the sort backward, logcumsumexp and multinomial (src/ops/scan_ops.cpp: cumsum-based)."""
 
 import pytest
 import torch
@@ -124,3 +124,16 @@ def test_logcumsumexp(dev):
         torch.testing.assert_close(torch.logcumsumexp(x.to(DEV), dim).cpu(), torch.logcumsumexp(x, dim), equal_nan=True)
     h = x.half()
     torch.testing.assert_close(torch.logcumsumexp(h.to(DEV), 1).cpu(), torch.logcumsumexp(h, 1), equal_nan=True)
+
+
+def test_multinomial_inverse_cdf(dev):
+    torch.manual_seed(0)
+    p = torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.0, 0.0, 2.0, 0.0]])  # unnormalised rows, zero weights
+    s = torch.multinomial(p.to(DEV), 4000, replacement=True)
+    assert s.dtype == torch.int64 and s.shape == (2, 4000)
+    freq = torch.bincount(s[0].cpu(), minlength=4) / 4000.0
+    torch.testing.assert_close(freq, p[0] / p[0].sum(), atol=0.03, rtol=0)
+    assert freq[1] == 0 and (s[1].cpu() == 2).all()
+    assert torch.multinomial(p[0].to(DEV), 1).shape == (1,)
+    with pytest.raises(NotImplementedError, match="without replacement"):
+        torch.multinomial(p.to(DEV), 2)
