@@ -49,6 +49,9 @@ def _activation(node):
     return None
 
 
+_VIEWS = (aten.view.default, aten.reshape.default, aten._unsafe_view.default)
+
+
 def _only_user(node, user):
     return len(node.users) == 1 and next(iter(node.users)) is user
 
@@ -132,6 +135,21 @@ def fuse_epilogues(gm):
                     _replace(graph, node, torch.ops.mlu.linear_act.default, (*lin, act))
                     counts["linear_act"] += 1
                     continue
+                # A linear on a 3-D input: view(addmm(...)) feeds the activation. The activation
+                # commutes with the view: view(linear_act(...)).
+                if (src.op == "call_function" and src.target in _VIEWS and _only_user(src, node)
+                        and isinstance(src.args[0], torch.fx.Node)):
+                    lin = _linear(src, src.args[0])
+                    if lin is not None and src.meta["val"].device.type == "mlu":
+                        with graph.inserting_before(node):
+                            fused = graph.call_function(torch.ops.mlu.linear_act.default, (*lin, act))
+                            fused.meta["val"] = torch.ops.mlu.linear_act.default(
+                                *[a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in (*lin, act)])
+                            viewed = graph.call_function(src.target, (fused, *src.args[1:]), dict(src.kwargs))
+                            viewed.meta["val"] = src.target(fused.meta["val"], *src.args[1:], **src.kwargs)
+                        node.replace_all_uses_with(viewed)
+                        counts["linear_act"] += 1
+                        continue
                 bn = _batch_norm(node, src)
                 conv = _conv(node, src) if bn is None else bn[0]
                 if conv is not None and src.meta["val"].device.type == "mlu":
