@@ -172,6 +172,33 @@ def _aten_op(name):
     return getattr(getattr(torch.ops.aten, packet), overload)
 
 
+def _on_device(values):
+    """Whether the first Inductor IR value among `values` lives on mlu (lowerings see IR nodes)."""
+    first = next((v for v in values if hasattr(v, "get_device")), None)
+    device = first.get_device() if first is not None else None
+    return device is not None and device.type == "mlu"
+
+
+def _lower_on_device(original, on_device, is_device):
+    """Puts a lowering in the place of `original` (under every op key it serves) that runs
+    on_device(*args, **kwargs) where is_device(args, kwargs) says the op is on mlu and `original`
+    elsewhere. Idempotent: an already wrapped lowering is left alone."""
+    from torch._inductor import lowering  # noqa: PLC0415
+
+    if original is None or getattr(original, "_mlu_aware", False):
+        return
+
+    def lower(*args, **kwargs):
+        if is_device(args, kwargs):
+            return on_device(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    lower._mlu_aware = True
+    for key, fn in list(lowering.lowerings.items()):
+        if fn is original:
+            lowering.lowerings[key] = lower
+
+
 def _keep_whole_on_device():
     from torch._inductor import decomposition  # noqa: PLC0415
     from torch._inductor.lowering import lowerings, make_fallback  # noqa: PLC0415
@@ -199,22 +226,8 @@ def _extern_on_device():
     from torch._inductor import lowering  # noqa: PLC0415
 
     for op in map(_aten_op, _EXTERN_ON_DEVICE):
-        original = lowering.lowerings.get(op)
-        if original is None or getattr(original, "_mlu_aware", False):
-            continue
-        extern = lowering.fallback_handler(op, add_to_fallback_set=False)
-
-        def lower(*args, _original=original, _extern=extern, **kwargs):
-            first = next((a for a in args if hasattr(a, "get_device")), None)
-            device = first.get_device() if first is not None else None
-            if device is not None and device.type == "mlu":
-                return _extern(*args, **kwargs)
-            return _original(*args, **kwargs)
-
-        lower._mlu_aware = True
-        for key, fn in list(lowering.lowerings.items()):
-            if fn is original:
-                lowering.lowerings[key] = lower
+        _lower_on_device(lowering.lowerings.get(op), lowering.fallback_handler(op, add_to_fallback_set=False),
+                         lambda args, kwargs: _on_device(args))
 
 
 def _concat_kernels_on_device():
@@ -225,21 +238,12 @@ def _concat_kernels_on_device():
     from torch._inductor import config, lowering  # noqa: PLC0415
 
     original = lowering.lowerings[torch.ops.aten.cat.default]
-    if getattr(original, "_mlu_aware", False):
-        return
 
     def cat(inputs, dim=0):
-        first = next((t for t in inputs if hasattr(t, "get_device")), None)
-        if first is not None and first.get_device() is not None and first.get_device().type == "mlu":
-            with config.patch(max_pointwise_cat_inputs=0, max_complex_pointwise_cat_inputs=0,
-                              force_pointwise_cat=False):
-                return original(inputs, dim)
-        return original(inputs, dim)
+        with config.patch(max_pointwise_cat_inputs=0, max_complex_pointwise_cat_inputs=0, force_pointwise_cat=False):
+            return original(inputs, dim)
 
-    cat._mlu_aware = True
-    for key, fn in list(lowering.lowerings.items()):
-        if fn is original:
-            lowering.lowerings[key] = cat
+    _lower_on_device(original, cat, lambda args, kwargs: _on_device(args[0] if args else kwargs["inputs"]))
 
 
 def _no_layout_opt_on_device():
@@ -273,21 +277,16 @@ def _device_seeds():
     from torch._inductor import inductor_prims, lowering  # noqa: PLC0415
     from torch._inductor.utils import decode_device  # noqa: PLC0415
 
-    original = lowering.lowerings[inductor_prims.seeds]
-    if getattr(original, "_mlu_aware", False):
-        return
-
     def seeds(count, device):
-        if decode_device(device).type == "mlu":
-            buffer = lowering.full([count], 0, dtype=torch.int64, device=decode_device(device))
-            buffer.realize()  # a named buffer: inductor_lookup_seed loads from it by name
-            return buffer
-        return original(count, device)
+        buffer = lowering.full([count], 0, dtype=torch.int64, device=decode_device(device))
+        buffer.realize()  # a named buffer: inductor_lookup_seed loads from it by name
+        return buffer
 
-    seeds._mlu_aware = True
-    for key, fn in list(lowering.lowerings.items()):
-        if fn is original:
-            lowering.lowerings[key] = seeds
+    def on_mlu(args, kwargs):
+        device = args[1] if len(args) > 1 else kwargs["device"]
+        return decode_device(device).type == "mlu"
+
+    _lower_on_device(lowering.lowerings[inductor_prims.seeds], seeds, on_mlu)
 
 
 def register():

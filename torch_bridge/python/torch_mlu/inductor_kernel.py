@@ -403,7 +403,9 @@ class _Emitter:
 
     # ---- graph analysis --------------------------------------------------------------------------
     def walk(self):
-        seen, order = set(), []
+        """Records every value's consumers from the stores down (and the values that must be
+        materialized: stored ones and the indirect indices of loads)."""
+        seen = set()
 
         def visit(v):
             if v.uid in seen:
@@ -419,13 +421,11 @@ class _Emitter:
                         self.consumers.setdefault(ind.uid, set()).add(v.uid)
                         self.roots.add(ind.uid)
                         visit(ind)
-            order.append(v)
 
         for _, _, value, _ in self.k.stores:
             if isinstance(value, _Value):
                 visit(value)
                 self.roots.add(value.uid)
-        return order
 
     # ---- values ----------------------------------------------------------------------------------
     def value(self, v):
@@ -467,7 +467,8 @@ class _Emitter:
         return text
 
     def device_arg(self):
-        return self.first_tensor_arg
+        """The kernel function's name for its first tensor argument (bound in function())."""
+        return "_dev"
 
     def programmable(self, v):
         if v.kind == "op":
@@ -556,7 +557,6 @@ class _Emitter:
     def reduction(self, v):
         src = v.args
         full = self.shape()
-        nx = self.nx
         name = self.tmp()
         if v.op in ("welford_reduce", "welford_combine"):
             if v.op == "welford_reduce":
@@ -579,7 +579,6 @@ class _Emitter:
         if v.op in ("sum", "prod") and v.dtype is not None:
             dtype = f", dtype={v.dtype}"
         self.emit(f"{name} = {self.unflat(_REDUCTIONS[v.op].format(v=x, dtype=dtype))}")
-        del nx
         return name
 
     def flat_r(self, x, full):
@@ -613,17 +612,18 @@ class _Emitter:
             coeffs[vs[0]] = coeffs.get(vs[0], 0) + c
         return offset, coeffs
 
-    def view(self, buf, index, reduced=False):
-        """A strided view of buffer `buf` (Python name) for a linear index, or None."""
+    def view(self, buf, index):
+        """A strided view of buffer `buf` (Python name) for a linear index, or None. A loop
+        variable the index does not use is a size-1 dim (broadcast; a reduction's store index uses
+        no reduction variable, so its view has the reduced shape)."""
         lin = self.linear(index)
         if lin is None:
             return None
         offset, coeffs = lin
         sizes, strides = [], []
-        for i, var in enumerate(self.k.vars):
-            is_r = i >= self.nx
+        for var in self.k.vars:
             c = coeffs.get(var, 0)
-            if c == 0 or (reduced and is_r):
+            if c == 0:
                 sizes.append("1")
                 strides.append("0")
             else:
@@ -796,14 +796,11 @@ class _Emitter:
         for name, _, _, _ in k.stores:
             if name not in k.removed_buffers:
                 k.args.output(name)
-        body_start = len(self.lines)
-        self.first_tensor_arg = "_dev"
         for name, index, value, mode in k.stores:
             if name in k.removed_buffers:
                 continue
             out = k.args.output(name)
-            reduced = any(r.kind == "reduction" or r.kind == "item" for r in [value] if isinstance(r, _Value))
-            view = self.view(out, index, reduced=reduced) if mode is None else None
+            view = self.view(out, index) if mode is None else None
             if (view is not None and isinstance(value, _Value) and value.uid not in self.names
                     and self.programmable(value)):
                 # The program stores straight into the output's view (its one write to DRAM);
@@ -816,15 +813,14 @@ class _Emitter:
             else:
                 idx = self.index_tensor(index)
                 fn = "_scatter_add" if mode == "atomic_add" else "_scatter"
-                self.emit(f"{fn}({out}, {idx}, _as_tensor({val}, {out}), {self.shape(reduced=reduced)})")
+                self.emit(f"{fn}({out}, {idx}, _as_tensor({val}, {out}))")
         arg_defs, _, _, _ = k.args.python_argdefs()
         params = [a.name if hasattr(a, "name") else str(a) for a in arg_defs]
         tensor_params = [p for p in params if not p.startswith("ks")]
         head = [f"def {fname}({', '.join(params)}):"]
         if tensor_params:
             head.append(f"    _dev = {tensor_params[0]}")
-        body = self.lines[:body_start] + self.lines[body_start:]
-        return "\n".join(head + ["    " + line for line in body] + ["    return None"]) + "\n"
+        return "\n".join(head + ["    " + line for line in self.lines] + ["    return None"]) + "\n"
 
 
 _FOLD = {

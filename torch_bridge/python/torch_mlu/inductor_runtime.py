@@ -40,13 +40,13 @@ def _gather(buf, index, clamp):
     return flat.index_select(0, index.reshape(-1)).view(index.shape)
 
 
-def _scatter(out, index, value, shape):
+def _scatter(out, index, value):
     """out.flat[index] = value (broadcast together)."""
     index, value = torch.broadcast_tensors(torch.as_tensor(index, device=out.device), value)
     _flat(out).index_copy_(0, index.reshape(-1), value.reshape(-1).to(out.dtype))
 
 
-def _scatter_add(out, index, value, shape):
+def _scatter_add(out, index, value):
     """out.flat[index] += value (duplicates accumulate: Inductor's atomic_add store)."""
     index, value = torch.broadcast_tensors(torch.as_tensor(index, device=out.device), value)
     _flat(out).index_add_(0, index.reshape(-1), value.reshape(-1).to(out.dtype))
