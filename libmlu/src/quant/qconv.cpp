@@ -1,0 +1,333 @@
+// qconv2d and qlinear (quant.h): the int8 direct convolution.
+//
+// Work: output tiles of `rh` whole output rows of one image by chunks of `nco` output channels,
+// ordered chunk-major and dealt to the tasks (BLOCK, one per core) in contiguous ranges, so a
+// task keeps a chunk's weights in WRAM across its tiles when the input channels fit one step.
+// Per tile and input-channel step (cc channels): the padded input rows [in_rows, W + 2 pad_w, cc]
+// go to NRAM, filled with x's zero point first (the quantized 0.0 of the padding) and the image's
+// rows copied in by one strided DMA; the chunk's weights [nco, KH, KW, cc] to WRAM; the TFU's int8
+// conv intrinsic accumulates [rh x OW, nco] in int32 (cycles: tfu_timing.h's formula on the int8
+// array). The requantization runs on the VFU over the tile with per-channel rows broadcast once
+// per chunk (scale x_scale * w_scale, the zero-point offset -x_zp * w_sum, the bias), and the
+// int8 tile is stored into y's [OH x OW, OC] rows.
+//
+// Tiling (plan_qconv): nco = min(OC, 256) and cc = C, halved (cc first, down to 64) until the
+// weights fit WRAM; rh the most rows whose NRAM buffers fit; then rows and channels are halved
+// while there are fewer tiles than cores (more cores beat fuller intrinsics at these sizes).
+#include <algorithm>
+#include <string>
+
+#include "common/error.h"
+#include "common/launch.h"
+#include "mlusim/mlu/quant.h"
+#include "mlusim/sim/kernel_api.h"
+#include "quant/quant_checks.h"
+
+namespace mlusim::mlu {
+
+using namespace mlusim::dev;
+using sim::VecBinaryOp;
+
+namespace {
+
+std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
+
+struct QConvJob {
+  std::size_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 1, kw = 1, oh = 0, ow = 0;
+  std::size_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  std::uint64_t x = 0, wt = 0, y = 0;  // NHWC, [OC, KH, KW, C], NHWC (all dense)
+  float x_scale = 1.0f;
+  std::int64_t x_zp = 0, y_zp = 0;
+  double inv_y = 1.0;  // 1.0 / y_scale in double; the VFU rounds it to fp32 as quantize does
+  std::uint64_t w_scales = 0, w_sums = 0, bias = 0;  // 0: none (w_sums: x_zp == 0)
+  bool relu = false;
+  // Plan.
+  std::size_t rh = 0, nco = 0, cc = 0;
+  std::size_t bands() const { return (oh + rh - 1) / rh; }
+  std::size_t chunks() const { return (oc + nco - 1) / nco; }
+  std::size_t tiles() const { return chunks() * n * bands(); }
+  std::size_t in_rows(std::size_t rows) const { return (rows - 1) * sh + dh * (kh - 1) + 1; }
+  std::size_t wp() const { return w + 2 * pw; }
+};
+
+// NRAM / WRAM bytes of a plan (each buffer rounded to 128 bytes, as dev::alloc does).
+std::size_t nram_bytes(const QConvJob& j, std::size_t rh, std::size_t nco, std::size_t cc) {
+  const std::size_t p = rh * j.ow * nco;
+  std::size_t b = up128(j.in_rows(rh) * j.wp() * cc) + up128(p * 4) /*acc*/ + up128(p * 4) /*scale*/ + up128(p) /*out*/;
+  if (j.w_sums) b += up128(p * 4);
+  if (j.bias) b += up128(p * 4);
+  b += 3 * up128(nco * 4);  // per-chunk vectors
+  return b;
+}
+std::size_t wram_bytes(const QConvJob& j, std::size_t nco, std::size_t cc) { return up128(nco * j.kh * j.kw * cc); }
+
+bool plan_qconv(QConvJob& j, const Handle& h) {
+  const std::size_t nram = h.nram_bytes(), wram = h.wram_bytes();
+  std::size_t nco = std::min<std::size_t>(j.oc, 256), cc = j.c;
+  while (wram_bytes(j, nco, cc) > wram) {
+    if (cc > 64) cc = (cc + 1) / 2;
+    else if (nco > 1) nco = (nco + 1) / 2;
+    else return false;
+  }
+  for (;;) {
+    std::size_t rh = j.oh;
+    while (rh > 0 && nram_bytes(j, rh, nco, cc) > nram) --rh;
+    if (rh > 0) {
+      j.rh = rh, j.nco = nco, j.cc = cc;
+      break;
+    }
+    if (cc > 16) cc = (cc + 1) / 2;
+    else if (nco > 1) nco = (nco + 1) / 2;
+    else return false;
+  }
+  // Spread over the cores: fewer rows per tile first, then fewer channels per chunk.
+  const std::size_t cores = h.total_cores();
+  while (j.tiles() < cores) {
+    if (j.rh > 1) j.rh = (j.rh + 1) / 2;
+    else if (j.nco > 32) j.nco = (j.nco + 1) / 2;
+    else break;
+  }
+  return true;
+}
+
+class QConvTask {
+ public:
+  explicit QConvTask(const QConvJob& j) : j_(j) {
+    const std::size_t p = j.rh * j.ow * j.nco;
+    xin_ = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
+    acc_ = alloc(Space::kNram, p * 4);
+    scale_ = alloc(Space::kNram, p * 4);
+    out_ = alloc(Space::kNram, p);
+    if (j.w_sums) offs_ = alloc(Space::kNram, p * 4);
+    if (j.bias) bias_ = alloc(Space::kNram, p * 4);
+    vec_[0] = alloc(Space::kNram, j.nco * 4);
+    vec_[1] = alloc(Space::kNram, j.nco * 4);
+    vec_[2] = alloc(Space::kNram, j.nco * 4);
+    wt_ = alloc(Space::kWram, j.nco * j.kh * j.kw * j.cc);
+  }
+
+  void run() {
+    const std::size_t tiles = j_.tiles(), per = (tiles + task_dim() - 1) / task_dim();
+    const std::size_t t0 = task_id() * per, t1 = std::min(tiles, t0 + per);
+    const std::size_t per_chunk = j_.n * j_.bands();
+    for (std::size_t t = t0; t < t1; ++t) tile(t / per_chunk, (t % per_chunk) / j_.bands(), t % j_.bands());
+  }
+
+ private:
+  // Channel rows of chunk `ch` broadcast to the tile's rows: scale = x_scale * w_scale (fp32),
+  // offsets = -x_zp * w_sum (int32), bias (fp32).
+  void prepare_chunk(std::size_t ch, std::size_t oc0, std::size_t nco) {
+    if (ch == vectors_of_) return;
+    const std::size_t rows = j_.rh * j_.ow;
+    auto broadcast = [&](Addr dst, Addr row) {
+      if (rows > 1)
+        memcpy_strided(dst, row, CopyShape{nco * 4, rows, i64(nco) * 4, 0}, Dir::kNram2Nram);
+      else
+        memcpy(dst, row, nco * 4, Dir::kNram2Nram);
+    };
+    memcpy(vec_[0], Addr{Space::kGdram, j_.w_scales + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
+    vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, vec_[0], vec_[0], j_.x_scale, nco);
+    broadcast(scale_, vec_[0]);
+    if (j_.w_sums) {
+      memcpy(vec_[1], Addr{Space::kGdram, j_.w_sums + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
+      vec_binary_scalar(VecBinaryOp::kMul, DType::kInt32, vec_[1], vec_[1], static_cast<double>(-j_.x_zp), nco);
+      broadcast(offs_, vec_[1]);
+    }
+    if (j_.bias) {
+      memcpy(vec_[2], Addr{Space::kGdram, j_.bias + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
+      broadcast(bias_, vec_[2]);
+    }
+    vectors_of_ = ch;
+  }
+
+  void tile(std::size_t ch, std::size_t img, std::size_t band) {
+    const std::size_t oc0 = ch * j_.nco, nco = std::min(j_.nco, j_.oc - oc0);
+    const std::size_t oh0 = band * j_.rh, rows = std::min(j_.rh, j_.oh - oh0), in_rows = j_.in_rows(rows);
+    const std::size_t wp = j_.wp(), p = rows * j_.ow, n = p * nco;
+    const std::int64_t ih_first = i64(oh0 * j_.sh) - i64(j_.ph);
+    const std::int64_t lo = std::max<std::int64_t>(0, ih_first), hi = std::min(i64(j_.h), ih_first + i64(in_rows));
+    for (std::size_t c0 = 0; c0 < j_.c; c0 += j_.cc) {
+      const std::size_t cc = std::min(j_.cc, j_.c - c0);
+      // Input rows, padded with the zero point.
+      vec_fill(DType::kInt8, xin_, static_cast<double>(j_.x_zp), in_rows * wp * cc);
+      if (hi > lo) {
+        const Addr dst = xin_.offset(((lo - ih_first) * i64(wp) + i64(j_.pw)) * i64(cc));
+        const Addr src{Space::kGdram, j_.x + ((img * j_.h + static_cast<std::size_t>(lo)) * j_.w) * j_.c + c0};
+        const std::size_t valid = static_cast<std::size_t>(hi - lo);
+        const CopyShape shape =
+            cc == j_.c ? CopyShape{j_.w * cc, valid, i64(wp * cc), i64(j_.w * j_.c)}
+                       : CopyShape{cc, j_.w, i64(cc), i64(j_.c), valid, i64(wp * cc), i64(j_.w * j_.c)};
+        memcpy_strided(dst, src, shape, Dir::kGdram2Nram);
+      }
+      // The chunk's weights (kept when the same chunk and channels are already in WRAM).
+      if (!(cc == j_.c && weights_of_ == ch)) {
+        const Addr src{Space::kGdram, j_.wt + oc0 * j_.kh * j_.kw * j_.c + c0};
+        const std::size_t taps = nco * j_.kh * j_.kw;
+        if (cc == j_.c)
+          memcpy(wt_, src, taps * cc, Dir::kGdram2Wram);
+        else
+          memcpy_strided(wt_, src, CopyShape{cc, taps, i64(cc), i64(j_.c)}, Dir::kGdram2Wram);
+        weights_of_ = cc == j_.c ? ch : kNone;
+      }
+      dev::ConvParams prm;
+      prm.in_h = in_rows, prm.in_w = wp, prm.in_c = cc, prm.out_c = nco, prm.k_h = j_.kh, prm.k_w = j_.kw;
+      prm.stride_h = j_.sh, prm.stride_w = j_.sw, prm.dilation_h = j_.dh, prm.dilation_w = j_.dw;
+      conv2d(DType::kInt8, DType::kInt32, acc_, xin_, wt_, prm, c0 > 0);
+    }
+    // Requantization (quant.h): int32 offsets, fp32 scale and bias, relu, quantize to y.
+    if (nco != j_.nco) vectors_of_ = kNone;  // a narrower last chunk: rows of its own pitch
+    prepare_chunk(ch, oc0, nco);
+    if (nco != j_.nco) vectors_of_ = kNone;
+    if (j_.w_sums) vec_binary(VecBinaryOp::kAdd, DType::kInt32, acc_, acc_, offs_, n);
+    vec_cast(DType::kFloat32, acc_, DType::kInt32, acc_, n);
+    vec_binary(VecBinaryOp::kMul, DType::kFloat32, acc_, acc_, scale_, n);
+    if (j_.bias) vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc_, acc_, bias_, n);
+    if (j_.relu) vec_unary(sim::VecUnaryOp::kRelu, DType::kFloat32, acc_, acc_, n);
+    vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, acc_, acc_, j_.inv_y, n);
+    vec_cast(DType::kInt32, acc_, DType::kFloat32, acc_, n);
+    vec_binary_scalar(VecBinaryOp::kMax, DType::kInt32, acc_, acc_, static_cast<double>(-128 - j_.y_zp), n);
+    vec_binary_scalar(VecBinaryOp::kMin, DType::kInt32, acc_, acc_, static_cast<double>(127 - j_.y_zp), n);
+    vec_binary_scalar(VecBinaryOp::kAdd, DType::kInt32, acc_, acc_, static_cast<double>(j_.y_zp), n);
+    vec_cast(DType::kInt8, out_, DType::kInt32, acc_, n);
+    const Addr dst{Space::kGdram, j_.y + ((img * j_.oh + oh0) * j_.ow) * j_.oc + oc0};
+    if (nco == j_.oc)
+      memcpy(dst, out_, n, Dir::kNram2Gdram);
+    else
+      memcpy_strided(dst, out_, CopyShape{nco, p, i64(j_.oc), i64(nco)}, Dir::kNram2Gdram);
+  }
+
+  static constexpr std::size_t kNone = ~std::size_t{0};
+  const QConvJob& j_;
+  Addr xin_, acc_, scale_, out_, offs_, bias_, vec_[3], wt_;
+  std::size_t weights_of_ = kNone, vectors_of_ = kNone;
+};
+
+// NHWC-dense strides of a [n, h, w, c] tensor given as dims d (NCHW order) and strides s.
+bool nhwc_dense(const TensorDesc& t) {
+  if (t.ndim() != 4) return false;
+  const auto& s = t.strides();
+  if (t.layout() == Layout::kNHWC) return t.contiguous();
+  const std::int64_t c = t.dim(1), h = t.dim(2), w = t.dim(3);
+  return (c == 1 || s[1] == 1) && (w == 1 || s[3] == c) && (h == 1 || s[2] == w * c) && (t.dim(0) == 1 || s[0] == h * w * c);
+}
+// Dims as [n, c, h, w] whichever the layout.
+std::int64_t nchw_dim(const TensorDesc& t, int i) {
+  if (t.layout() != Layout::kNHWC) return t.dim(i);
+  static constexpr int kFromNhwc[4] = {0, 3, 1, 2};
+  return t.dim(kFromNhwc[i]);
+}
+
+Status check_output(const Int8Output& o, std::int64_t oc, const char* op) {
+  MLU_RETURN_IF_ERROR(quant::check_per_tensor(o.x_scale, o.x_zero_point, -128, 127, op, "x"));
+  MLU_RETURN_IF_ERROR(quant::check_per_tensor(o.y_scale, o.y_zero_point, -128, 127, op, "y"));
+  MLU_RETURN_IF_ERROR(quant::check_channel_vector(o.w_scales, o.w_scales_ptr, DType::kFloat32, oc, op, "w_scales"));
+  MLU_CHECK(o.x_zero_point == 0 || o.w_sums != nullptr, Status::kBadParam,
+            std::string(op) + ": w_sums (int8_weight_sums of w) is required when x's zero point (" +
+                std::to_string(o.x_zero_point) + ") is not 0");
+  if (o.x_zero_point != 0)
+    MLU_RETURN_IF_ERROR(quant::check_channel_vector(o.w_sums, o.w_sums_ptr, DType::kInt32, oc, op, "w_sums"));
+  if (o.bias) MLU_RETURN_IF_ERROR(quant::check_channel_vector(o.bias, o.bias_ptr, DType::kFloat32, oc, op, "bias"));
+  return Status::kSuccess;
+}
+
+Status launch_qconv(Handle* h, const char* op, QConvJob j, const Int8Output& o) {
+  j.x_scale = static_cast<float>(o.x_scale);
+  j.x_zp = o.x_zero_point;
+  j.y_zp = o.y_zero_point;
+  j.inv_y = 1.0 / o.y_scale;
+  j.w_scales = reinterpret_cast<std::uintptr_t>(o.w_scales_ptr);
+  j.w_sums = o.x_zero_point != 0 ? reinterpret_cast<std::uintptr_t>(o.w_sums_ptr) : 0;
+  j.bias = o.bias ? reinterpret_cast<std::uintptr_t>(o.bias_ptr) : 0;
+  j.relu = o.relu;
+  const std::uint64_t macs = static_cast<std::uint64_t>(j.n * j.oh * j.ow) * j.oc * j.kh * j.kw * j.c;
+  const std::uint64_t bytes = j.n * j.h * j.w * j.c + j.oc * j.kh * j.kw * j.c + j.n * j.oh * j.ow * j.oc +
+                              j.oc * (4 + (j.w_sums ? 4 : 0) + (j.bias ? 4 : 0));
+  if (j.n * j.oh * j.ow * j.oc == 0) {
+    record(*h, op, 0, 0, 0);
+    return Status::kSuccess;
+  }
+  MLU_CHECK(plan_qconv(j, *h), Status::kNotSupported,
+            std::string(op) + ": no tiling fits the on-chip memories (kernel " + std::to_string(j.kh) + "x" +
+                std::to_string(j.kw) + ", width " + std::to_string(j.w) + ")");
+  MLU_RETURN_IF_ERROR(launch(*h, op, [j] { QConvTask(j).run(); }, block_dim(*h, j.tiles()), cnrtFuncTypeBlock));
+  record(*h, op, macs, bytes, 1);
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status qconv2d(Handle* h, const ConvParams& p, const Int8Output& o, const TensorDesc& x, const void* x_ptr,
+               const TensorDesc& w, const void* w_ptr, const TensorDesc& y, void* y_ptr) {
+  constexpr const char* op = "qconv2d";
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_desc(&w, op, "w"));
+  MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kInt8}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(w, {DType::kInt8}, op, "w"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
+  MLU_RETURN_IF_ERROR(quant::check_int8_tfu(op));
+  MLU_CHECK(nhwc_dense(x) && nhwc_dense(w) && nhwc_dense(y), Status::kBadParam,
+            std::string(op) + ": x " + x.str() + ", w " + w.str() + " and y " + y.str() +
+                " must be 4-d and NHWC-dense (channels_last)");
+  MLU_CHECK(p.groups == 1, Status::kNotSupported, std::string(op) + ": groups " + std::to_string(p.groups) + " (only 1)");
+  MLU_CHECK(p.pad_h >= 0 && p.pad_w >= 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0,
+            Status::kBadParam, std::string(op) + ": padding must be >= 0, stride and dilation > 0");
+  QConvJob j;
+  j.n = static_cast<std::size_t>(nchw_dim(x, 0)), j.c = static_cast<std::size_t>(nchw_dim(x, 1));
+  j.h = static_cast<std::size_t>(nchw_dim(x, 2)), j.w = static_cast<std::size_t>(nchw_dim(x, 3));
+  j.oc = static_cast<std::size_t>(nchw_dim(w, 0)), j.kh = static_cast<std::size_t>(nchw_dim(w, 2));
+  j.kw = static_cast<std::size_t>(nchw_dim(w, 3));
+  j.sh = static_cast<std::size_t>(p.stride_h), j.sw = static_cast<std::size_t>(p.stride_w);
+  j.dh = static_cast<std::size_t>(p.dilation_h), j.dw = static_cast<std::size_t>(p.dilation_w);
+  j.ph = static_cast<std::size_t>(p.pad_h), j.pw = static_cast<std::size_t>(p.pad_w);
+  const std::int64_t eh = i64(j.h + 2 * j.ph) - i64(j.dh * (j.kh - 1) + 1),
+                     ew = i64(j.w + 2 * j.pw) - i64(j.dw * (j.kw - 1) + 1);
+  MLU_CHECK(nchw_dim(w, 1) == i64(j.c) && j.kh > 0 && j.kw > 0 && eh >= 0 && ew >= 0, Status::kBadParam,
+            std::string(op) + ": w " + w.str() + " does not fit x " + x.str() + " (channels, or kernel larger than the padded input)");
+  j.oh = static_cast<std::size_t>(eh) / j.sh + 1, j.ow = static_cast<std::size_t>(ew) / j.sw + 1;
+  MLU_CHECK(nchw_dim(y, 0) == i64(j.n) && nchw_dim(y, 1) == i64(j.oc) && nchw_dim(y, 2) == i64(j.oh) &&
+                nchw_dim(y, 3) == i64(j.ow),
+            Status::kBadParam,
+            std::string(op) + ": y " + y.str() + " must be [" + std::to_string(j.n) + ", " + std::to_string(j.oc) + ", " +
+                std::to_string(j.oh) + ", " + std::to_string(j.ow) + "] (NCHW dims)");
+  MLU_RETURN_IF_ERROR(check_output(o, i64(j.oc), op));
+  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, op, "w"));
+  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, op, "y"));
+  j.x = reinterpret_cast<std::uintptr_t>(x_ptr), j.wt = reinterpret_cast<std::uintptr_t>(w_ptr);
+  j.y = reinterpret_cast<std::uintptr_t>(y_ptr);
+  return launch_qconv(h, op, j, o);
+}
+
+Status qlinear(Handle* h, const Int8Output& o, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
+               const void* w_ptr, const TensorDesc& y, void* y_ptr) {
+  constexpr const char* op = "qlinear";
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_desc(&w, op, "w"));
+  MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kInt8}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(w, {DType::kInt8}, op, "w"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
+  MLU_RETURN_IF_ERROR(quant::check_int8_tfu(op));
+  MLU_CHECK(x.ndim() == 2 && w.ndim() == 2 && y.ndim() == 2 && x.contiguous() && w.contiguous() && y.contiguous() &&
+                w.dim(1) == x.dim(1) && y.dim(0) == x.dim(0) && y.dim(1) == w.dim(0),
+            Status::kBadParam,
+            std::string(op) + ": expected contiguous x [M, K], w [N, K], y [M, N]; got x " + x.str() + ", w " + w.str() +
+                ", y " + y.str());
+  MLU_RETURN_IF_ERROR(check_output(o, w.dim(0), op));
+  MLU_RETURN_IF_ERROR(check_ptr(x_ptr, x, op, "x"));
+  MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, op, "w"));
+  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, op, "y"));
+  // A 1x1 convolution over one image of M rows, one pixel wide, K channels.
+  QConvJob j;
+  j.n = 1, j.h = j.oh = static_cast<std::size_t>(x.dim(0)), j.w = j.ow = 1;
+  j.c = static_cast<std::size_t>(x.dim(1)), j.oc = static_cast<std::size_t>(w.dim(0));
+  j.x = reinterpret_cast<std::uintptr_t>(x_ptr), j.wt = reinterpret_cast<std::uintptr_t>(w_ptr);
+  j.y = reinterpret_cast<std::uintptr_t>(y_ptr);
+  return launch_qconv(h, op, j, o);
+}
+
+}  // namespace mlusim::mlu
