@@ -3,7 +3,6 @@
 #pragma once
 
 #include "mlusim/mlu/activation.h"
-#include "mlusim/mlu/attention.h"
 #include "mlusim/mlu/conv.h"
 #include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/fused.h"
@@ -16,7 +15,6 @@
 #include "mlusim/mlu/quant.h"
 #include "mlusim/mlu/random.h"
 #include "mlusim/mlu/reduce.h"
-#include "mlusim/mlu/scan.h"
 #include "mlusim/mlu/sort.h"
 #include "mlusim/mlu/softmax.h"
 #include "mlusim/mlu/status.h"
