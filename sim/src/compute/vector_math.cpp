@@ -297,6 +297,11 @@ void binary_any(VecBinaryOp op, DType t, void* dst, const Operand& a, const Oper
 // ---- unary ---------------------------------------------------------------------------------------
 
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kExpScaledBelow = -87.0f;
+constexpr float kSmallestNormal = std::numeric_limits<float>::min();  // 2^-126
+constexpr float kLn2Times64 = 44.3614195558365f;                       // 64 ln 2
+constexpr float kTwoPow64 = 18446744073709551616.0f;
+constexpr float kTwoPowMinus64 = 1.0f / kTwoPow64;
 
 void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t n) {
   auto run = [&](auto&& fn) { float_visit1(t, src, n, fn, float_store(t, dst)); };
@@ -305,8 +310,22 @@ void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t
     case VecUnaryOp::kAbs: return run([](const auto& x) { return x.abs(); });
     case VecUnaryOp::kSquare: return run([](const auto& x) { return x.square(); });
     case VecUnaryOp::kRecip: return run([](const auto& x) { return x.inverse(); });
-    case VecUnaryOp::kExp: return run([](const auto& x) { return x.exp(); });
-    case VecUnaryOp::kLog: return run([](const auto& x) { return x.log(); });
+    // exp and log IEEE-correct at the ends of the fp32 range. Eigen's vectorised exp clamps its
+    // argument at -88.38 (exp(-inf) and exp(-100) come out as 2.9e-39, not 0 and 3.8e-44) and its
+    // log clamps subnormal arguments to the smallest normal (log(1e-40) = -87.34, not -92.1), so
+    // a log(sum(exp(-inf))) chain gave -87.3 instead of -inf. Below the normal range both are
+    // computed on arguments scaled by 2^64 (exact) and scaled back:
+    //   exp(x) = exp(x + 64 ln 2) * 2^-64   for x < -87 (underflows to 0 below -103.97; -inf -> 0)
+    //   log(x) = log(x * 2^64) - 64 ln 2    for 0 < x < 2^-126 (log(0) = -inf, log(x < 0) = NaN)
+    // exp(+inf) = +inf, log(+inf) = +inf and NaN -> NaN come from Eigen itself.
+    case VecUnaryOp::kExp:
+      return run([](const auto& x) {
+        return (x < kExpScaledBelow).select((x + kLn2Times64).exp() * kTwoPowMinus64, x.exp());
+      });
+    case VecUnaryOp::kLog:
+      return run([](const auto& x) {
+        return (x < kSmallestNormal && x > 0.0f).select((x * kTwoPow64).log() - kLn2Times64, x.log());
+      });
     // Square roots element by element with the host's IEEE sqrt (correctly rounded), not Eigen's
     // vectorised sqrt()/rsqrt(): with EIGEN_FAST_MATH (Eigen's default) both start from the x86
     // estimate _mm_rsqrt_ps (12 bits, from tables that differ between Intel and AMD) refined by

@@ -379,6 +379,42 @@ TEST(VecUnary, SpecialValues) {
   EXPECT_TRUE(std::isinf(static_cast<float>(sq[0])));
 }
 
+// exp and log are IEEE-correct at the ends of the fp32 range (Eigen's vectorised versions clamp:
+// exp(-inf) was 2.9e-39 and log of a subnormal -87.34, so log(sum(exp(-inf))) was -87.3, not
+// -inf): special values exactly, subnormal results and arguments within 2 ulp of the host's libm.
+TEST(VecUnary, ExpAndLogSpecialValuesAndSubnormals) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float x[] = {-inf, inf, kNaN, 0.0f, -0.0f, -1.0f, -87.5f, -100.0f, -103.0f, -104.0f, -200.0f,
+                     1e-40f, 1.4e-45f, std::numeric_limits<float>::min(), 88.0f, 89.0f};
+  constexpr std::size_t n = sizeof x / sizeof x[0];
+  float e[n], l[n];
+  vec_unary(VecUnaryOp::kExp, DType::kFloat32, e, x, n);
+  vec_unary(VecUnaryOp::kLog, DType::kFloat32, l, x, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE("x = " + std::to_string(x[i]));
+    const float want_e = std::exp(x[i]), want_l = std::log(x[i]);
+    if (std::isnan(want_e)) EXPECT_TRUE(std::isnan(e[i]));
+    else if (std::isinf(want_e) || want_e == 0.0f) EXPECT_EQ(e[i], want_e);
+    else EXPECT_LE(std::fabs(e[i] - want_e), 2.0f * (std::nextafter(want_e, inf) - want_e));
+    if (std::isnan(want_l)) EXPECT_TRUE(std::isnan(l[i]));
+    else if (std::isinf(want_l)) EXPECT_EQ(l[i], want_l);
+    else EXPECT_NEAR(l[i], want_l, 4e-6 * std::fabs(want_l));
+  }
+  EXPECT_EQ(e[0], 0.0f);   // exp(-inf)
+  EXPECT_EQ(l[3], -inf);   // log(0)
+  EXPECT_TRUE(std::isnan(l[5]));
+  // exp then log of -inf stays -inf (the logsumexp chain), in fp16 too.
+  float chain[2] = {-inf, -inf};
+  vec_unary(VecUnaryOp::kExp, DType::kFloat32, chain, chain, 2);
+  vec_unary(VecUnaryOp::kLog, DType::kFloat32, chain, chain, 2);
+  EXPECT_EQ(chain[0], -inf);
+  half hx[2] = {half(-inf), half(0.0f)}, hd[2];
+  vec_unary(VecUnaryOp::kExp, DType::kFloat16, hd, hx, 2);
+  EXPECT_EQ(static_cast<float>(hd[0]), 0.0f);
+  vec_unary(VecUnaryOp::kLog, DType::kFloat16, hd, hx, 2);
+  EXPECT_EQ(static_cast<float>(hd[1]), -inf);
+}
+
 TEST(VecUnary, IntegerOpsWrap) {
   const std::int8_t x[] = {-128, -5, 0, 7, 127, 12};
   std::int8_t d[6];
