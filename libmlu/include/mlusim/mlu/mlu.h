@@ -15,6 +15,7 @@
 #include "mlusim/mlu/quant.h"
 #include "mlusim/mlu/random.h"
 #include "mlusim/mlu/reduce.h"
+#include "mlusim/mlu/scan.h"
 #include "mlusim/mlu/sort.h"
 #include "mlusim/mlu/softmax.h"
 #include "mlusim/mlu/status.h"
