@@ -3,6 +3,7 @@
 #pragma once
 
 #include "mlusim/mlu/activation.h"
+#include "mlusim/mlu/attention.h"
 #include "mlusim/mlu/conv.h"
 #include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/fused.h"
