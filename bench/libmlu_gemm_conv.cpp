@@ -19,7 +19,11 @@
 //     which the direct NHWC kernel runs (conv/direct_conv.h); BM_ResNet50ConvBwdData/<layer>/8 and
 //     BM_ResNet50ConvBwdWeight/<layer>/8: the two backwards at batch 8, NCHW and channels_last
 //     (layout 0 / 1). Counter `compute_bound`: 1 when MACs / TFU peak exceeds the minimum DRAM
-//     bytes / DRAM bandwidth (the roofline's compute side).
+//     bytes / DRAM bandwidth (the roofline's compute side). Per conv case, where the cycles go
+//     (engine busy time summed over the cores, as a share of cores x span): tfu_busy_pct,
+//     tfu_intrinsic_pct (MACs / (TFU cycles x array MACs per cycle): the intrinsics' own
+//     efficiency, fill/drain and partial folds), vfu_busy_pct, io_dma_busy_pct,
+//     move_dma_busy_pct; dram_mb (GDRAM bytes read + written), tfu_ops (TFU intrinsics).
 //   BM_ResNet18Conv/<layer>: every distinct conv layer of torchvision's ResNet-18 at 224x224, batch
 //     1, NCHW fp32 forward (what `mlusim run resnet18` runs), timing-only; BM_ResNet18ConvTotal sums
 //     them weighted by how often each occurs in the model (20 convs), i.e. the model's conv time.
@@ -233,8 +237,11 @@ void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n,
   }
   void* pws = ws ? s.alloc(ws) : nullptr;
   Measured m;
+  mlusimDeviceStats_t st{};
   for (auto _ : state) {
     s.h->clear_ops();
+    check(cnrtQueueSync(s.h->queue()), "sync");
+    check(mlusimResetStats(0), "reset stats");
     m = measure(s, [&] {
       switch (op) {
         case ConvOp::kForward:
@@ -249,8 +256,25 @@ void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n,
       }
     });
   }
+  check(mlusimGetDeviceStats(0, &st), "stats");
   const mlu::OpRecord& rec = s.h->ops().back();
   report(state, m, rec, dtype);
+  {
+    // Where the cycles go (engine time summed over the cores, as a share of cores x the op's span):
+    // tfu_busy_pct x tfu_intrinsic_pct ~ tfu_peak_pct; the rest is TFU idle (waiting for DMA,
+    // VFU work, barriers, cores without work).
+    const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
+    const double core_ns = m.sim_ps / 1e3 * cfg.total_cores();
+    const double per_core_cycle = sim::tfu_peak_macs_per_s(cfg, dtype) / (cfg.core_clock_mhz * 1e6 * cfg.total_cores());
+    state.counters["tfu_busy_pct"] = 100.0 * st.engine_busy_ns[2] / core_ns;
+    state.counters["tfu_intrinsic_pct"] =
+        st.engine_cycles[2] ? 100.0 * static_cast<double>(rec.macs) / (static_cast<double>(st.engine_cycles[2]) * per_core_cycle) : 0;
+    state.counters["vfu_busy_pct"] = 100.0 * st.engine_busy_ns[1] / core_ns;
+    state.counters["io_dma_busy_pct"] = 100.0 * st.engine_busy_ns[3] / core_ns;
+    state.counters["move_dma_busy_pct"] = 100.0 * st.engine_busy_ns[4] / core_ns;
+    state.counters["dram_mb"] = static_cast<double>(st.read_bytes[1] + st.write_bytes[1]) / 1e6;
+    state.counters["tfu_ops"] = static_cast<double>(st.engine_intrinsics[2]);
+  }
   {
     const sim::HardwareConfig& cfg = sim::Simulator::instance().config();
     const double compute_s = static_cast<double>(rec.macs) / sim::tfu_peak_macs_per_s(cfg, dtype);

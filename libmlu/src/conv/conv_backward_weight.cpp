@@ -3,6 +3,8 @@
 // channels of the group, columns = (input channel, tap) gathered from x, depth = the pixels of
 // every image in turn (steps stay within one image). The weight tensor is small and the depth
 // large, so the planner usually splits the depth over clusters (partial sums in the workspace).
+// Channels-innermost operands run the direct NHWC kernel instead (direct_weight_grad.h): per tap
+// dY^T x the tap's input window, accumulated on chip, no im2col.
 #include <memory>
 
 #include "common/error.h"
@@ -10,6 +12,7 @@
 #include "conv/conv_shape.h"
 #include "conv/deinterleave.h"
 #include "conv/depthwise.h"
+#include "conv/direct_weight_grad.h"
 #include "conv/conv_plan.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
@@ -30,6 +33,9 @@ struct Setup {
   conv::ConvShape s;
   conv::View4 xv, dwv, dyv;
   bool depthwise = false, split_x = false, pack_x = false, pack_dy = false, temp_dw = false;
+  bool direct = false;  // the direct NHWC kernel (direct_weight_grad.h)
+  conv::WeightGradConv dc;
+  conv::WeightGradPlan dplan;
   conv::WorkspaceLayout ws;
   std::size_t x_at = 0, dy_at = 0, dw_at = 0, splitk_at = 0;
   conv::ColumnsGeometry cols;
@@ -46,6 +52,12 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDe
   const std::size_t es = sim::dtype_size(s.dtype);
   st->depthwise = s.depthwise();
   if (st->depthwise) return Status::kSuccess;
+  if (conv::direct_backward_weight_applies(*h, s, st->xv, st->dyv, st->dwv)) {
+    st->dc = conv::weight_grad_conv(s, st->xv, st->dyv, st->dwv);
+    st->dplan = conv::plan_weight_grad(*h, st->dc);
+    st->direct = st->dplan.ocb > 0;
+    if (st->direct) return Status::kSuccess;
+  }
   // Strided along x: the input split by column phase, so the gather reads runs, not elements.
   st->split_x = s.p.stride_w > 1;
   st->pack_x = !st->split_x && st->xv.strides[3] != 1 && s.w > 1;
@@ -121,6 +133,13 @@ Status conv2d_backward_weight(Handle* h, const ConvParams& p, const TensorDesc& 
   if (st.depthwise) {
     MLU_RETURN_IF_ERROR(conv::depthwise_backward_weight(*h, s, st.xv, addr(x_ptr), st.dyv, addr(dy_ptr), st.dwv,
                                                         addr(dw_ptr), &kernels));
+    record(*h, kOp, s.macs(), bytes, kernels);
+    return Status::kSuccess;
+  }
+  if (st.direct) {
+    conv::WeightGradConv dc = st.dc;
+    dc.x_base = addr(x_ptr), dc.dy_base = addr(dy_ptr), dc.dw_base = addr(dw_ptr);
+    MLU_RETURN_IF_ERROR(conv::launch_weight_grad(*h, kOp, dc, st.dplan, &kernels));
     record(*h, kOp, s.macs(), bytes, kernels);
     return Status::kSuccess;
   }

@@ -7,6 +7,7 @@
 
 #include "common/mlu_test.h"
 #include "conv/direct_conv.h"
+#include "conv/direct_weight_grad.h"
 
 namespace mlusim::mlu::testing {
 namespace {
@@ -267,6 +268,21 @@ conv::DirectConv direct_of(const Case& k, DType dt) {
   return d;
 }
 
+// The direct backward-weight kernel's description of a channels_last convolution.
+conv::WeightGradConv weight_grad_of(const Case& k, DType dt) {
+  conv::WeightGradConv d;
+  d.dtype = dt;
+  d.n = k.n, d.c = k.c, d.h = k.h, d.w = k.w, d.oc = k.oc, d.kh = k.kh, d.kw = k.kw;
+  d.oh = out_dim(k.h, k.kh, k.p.pad_h, k.p.stride_h, k.p.dilation_h);
+  d.ow = out_dim(k.w, k.kw, k.p.pad_w, k.p.stride_w, k.p.dilation_w);
+  d.stride_h = k.p.stride_h, d.stride_w = k.p.stride_w, d.dil_h = k.p.dilation_h, d.dil_w = k.p.dilation_w;
+  d.pad_h = k.p.pad_h, d.pad_w = k.p.pad_w;
+  d.xs_n = k.h * k.w * k.c, d.xs_h = k.w * k.c, d.xs_w = k.c;
+  d.ys_n = d.oh * d.ow * k.oc, d.ys_w = k.oc;
+  d.ws_o = k.kh * k.kw * k.c, d.ws_t = k.c;
+  return d;
+}
+
 // On the tiny preset (64 KiB NRAM and WRAM) a 64-channel 3x3 convolution needs every level of the
 // tiling: several input-channel chunks (SRAM staging one chunk ahead), output-channel chunks,
 // bands of rows with padding rows at both ends, and more jobs than clusters.
@@ -410,6 +426,82 @@ TEST_F(ConvTest, BackwardWeightFp16AndLayouts) {
   backward_weight<half>(kCases[0], Format::kNchw, Format::kNchw, Format::kNchw, 5e-3);
   backward_weight<float>(kCases[1], Format::kNhwc, Format::kNhwc, Format::kNhwc, 1e-4);
   backward_weight<float>(kCases[2], Format::kChannelsLast, Format::kPadded, Format::kChannelsLast, 1e-4);
+}
+
+// Channels-innermost operands run the direct backward-weight kernel (conv/direct_weight_grad.h):
+// 3x3 same padding, 7x7 / 2, 1x1 / 2, stride and dilation with asymmetric padding, fp16, and a
+// case with several channel blocks whose pixels are split over cores (sums reduced through SRAM).
+// (1x1 stride-1 convolutions and fewer input channels than array columns keep the GEMM.)
+TEST_F(ConvTest, DirectBackwardWeight) {
+  const Format cl = Format::kChannelsLast;
+  backward_weight<float>(kCases[0], cl, cl, cl, 1e-4);
+  backward_weight<float>({1, 4, 11, 10, 6, 3, 2, params(2, 1, 2, 1, 2, 1, 1)}, Format::kNhwc, Format::kNhwc,
+                         Format::kNhwc, 1e-4);
+  backward_weight<float>({1, 4, 20, 20, 8, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, cl, cl, cl, 1e-4);
+  backward_weight<float>(kCases[5], Format::kNhwc, Format::kNhwc, Format::kNhwc, 1e-4);
+  backward_weight<half>(kCases[0], cl, cl, cl, 5e-3);
+  const Case big{2, 40, 6, 5, 36, 3, 3, params(1, 2, 1, 1, 1, 1, 1)};
+  const conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(big, DType::kFloat32));
+  ASSERT_GT(plan.ocb, 0u);
+  EXPECT_GT(plan.nob * plan.ncb, 1u) << plan.str();
+  backward_weight<float>(big, cl, cl, cl, 1e-4);
+  // Two pixel parts per block: each core's partial sums reach the others through SRAM.
+  conv::WeightGradPlan split = plan;
+  split.s = 2, split.jobs = plan.nob * plan.ncb * 2;
+  split.clusters = std::min<std::size_t>(2, (split.jobs + 3) / 4), split.rounds = (split.jobs + 4 * split.clusters - 1) / (4 * split.clusters);
+  const conv::WeightGradConv d = weight_grad_of(big, DType::kFloat32);
+  auto x = make<float>(big.n, big.c, big.h, big.w, cl, 8);
+  auto gy = make<float>(big.n, big.oc, d.oh, d.ow, cl, 9);
+  auto gw = make<float>(big.oc, big.c, big.kh, big.kw, cl, 10);
+  conv::WeightGradConv run = d;
+  const auto addr = [](void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
+  run.x_base = addr(to_device(x.data)), run.dy_base = addr(to_device(gy.data));
+  void* pdw = to_device(gw.data);
+  run.dw_base = addr(pdw);
+  std::uint32_t kernels = 0;
+  ASSERT_EQ(conv::launch_weight_grad(h(), "weight_grad_split", run, split, &kernels), Status::kSuccess)
+      << last_error_detail();
+  gw.data = from_device<float>(pdw, gw.data.size());
+  std::vector<double> want(gw.data.size(), 0.0);
+  for_each_tap(big, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+    want[flat(gw.d, o, ci, i, j)] += gy.get(n, o, oy, ox) * x.get(n, ci, iy, ix);
+  });
+  expect_close(gw, want, 1e-4, "dw (s = 2)");
+}
+
+// TFU time of the direct backward-weight kernel = the sum over its intrinsics of tfu_timing.h's
+// formula (output-stationary, fold overlap off; tiny's fp32 array is 4 x 4): per tile of P output
+// pixels, the transpose of dY (M = K = ocb, N = P) and per tap M = ocb, K = P, N = cb:
+// ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1.
+TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
+  const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  const conv::WeightGradConv d = weight_grad_of(k, DType::kFloat32);
+  const conv::WeightGradPlan plan = conv::plan_weight_grad(h(), d);
+  ASSERT_GT(plan.ocb, 0u);
+  const std::uint64_t r = 4, c = 4;
+  auto f = [&](std::uint64_t m, std::uint64_t kk, std::uint64_t n) {
+    return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
+  };
+  std::uint64_t want = 0, intrinsics = 0;
+  for (std::size_t job = 0; job < plan.jobs; ++job) {
+    const std::size_t b = job / plan.s, part = job % plan.s;
+    const std::size_t o0 = (b / plan.ncb) * plan.ocb, on = std::min(plan.ocb, d.oc - o0);
+    const std::size_t c0 = (b % plan.ncb) * plan.cb, cn = std::min(plan.cb, d.c - c0);
+    const gemm::Span tiles = gemm::split_units(plan.tiles, plan.s, 1, part);
+    for (std::size_t t = tiles.begin; t < tiles.begin + tiles.size; ++t) {
+      const std::size_t n0 = (t / plan.tb) * plan.ni, ni = std::min(plan.ni, d.n - n0);
+      const std::size_t oy0 = (t % plan.tb) * plan.rh, rows = std::min(plan.rh, d.oh - oy0);
+      const std::uint64_t px = ni * rows * d.ow;
+      want += f(on, on, px) + d.kh * d.kw * f(on, px, cn);
+      intrinsics += 1 + d.kh * d.kw;
+    }
+  }
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+  backward_weight<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, 1e-4);
+  mlusimDeviceStats_t st{};
+  ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+  EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
+  EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
 }
 
 TEST_F(ConvTest, BackwardWeightDepthwise) {

@@ -1,0 +1,424 @@
+#include "conv/direct_weight_grad.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "common/error.h"
+#include "common/launch.h"
+#include "gemm/device_model.h"
+#include "gemm/operands.h"
+#include "mlusim/sim/kernel_api.h"
+
+namespace mlusim::mlu::conv {
+
+using namespace mlusim::dev;
+using gemm::Span;
+using gemm::split_units;
+
+namespace {
+
+std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
+std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+// What planner and kernel derive alike from the convolution (the forward's input-tile geometry).
+struct Geometry {
+  std::size_t taps = 1, es = 4;
+  std::size_t wp = 0;     // input tile width: (OW - 1) * stride + dilated kernel width
+  std::size_t count = 0;  // input columns copied into a tile row, from tile column pad_w on
+  explicit Geometry(const WeightGradConv& c) {
+    taps = c.kh * c.kw;
+    es = sim::dtype_size(c.dtype);
+    wp = (c.ow - 1) * c.stride_w + c.dil_w * (c.kw - 1) + 1;
+    const std::int64_t room = i64(wp) - c.pad_w;
+    count = room > 0 ? std::min<std::size_t>(c.w, static_cast<std::size_t>(room)) : 0;
+  }
+  std::size_t in_h(const WeightGradConv& c, std::size_t rows) const {
+    return (rows - 1) * c.stride_h + c.dil_h * (c.kh - 1) + 1;
+  }
+  // Input rows of one image's block in a tile (a tile of ni > 1 images holds whole images).
+  std::size_t block_rows(const WeightGradConv& c, std::size_t rh, std::size_t ni) const {
+    return in_h(c, ni > 1 ? c.oh : rh);
+  }
+};
+
+// On-chip bytes of one compute core's buffers for a plan.
+struct CoreBuffers {
+  std::size_t acc = 0, dyt = 0, xslot = 0, ident = 0;  // NRAM (xslot twice)
+  std::size_t dyw = 0, xt = 0;                         // WRAM (xt twice)
+  std::size_t nram() const { return acc + dyt + 2 * xslot + ident; }
+  std::size_t wram() const { return dyw + 2 * xt; }
+};
+CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t ocb, std::size_t cb, std::size_t rh,
+                         std::size_t ni) {
+  CoreBuffers b;
+  const std::size_t p = ni * rh * c.ow;
+  b.acc = up128(g.taps * ocb * cb * 4);
+  b.dyt = up128(std::max(ocb * p, ocb) * g.es);
+  b.xslot = up128(std::max(ni * g.block_rows(c, rh, ni) * g.wp * cb * g.es, cb * 4));  // also reduction scratch
+  b.ident = up128(ocb * ocb * g.es);
+  b.dyw = up128(p * ocb * g.es);
+  b.xt = up128(p * cb * g.es);
+  return b;
+}
+
+// ---- the kernel ----
+
+class WeightGradRun {
+ public:
+  WeightGradRun(const WeightGradConv& c, const WeightGradPlan& p) : c_(c), p_(p), g_(c) {}
+
+  void run() {
+    const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.rh, p_.ni);
+    // SRAM first, in the same order on every participant: the cores' partial sums (s > 1).
+    if (p_.s > 1) parts_ = alloc(Space::kSram, core_dim() * b.acc);
+    if (is_memory_core()) {  // takes part in the reduction barriers only
+      for (std::size_t r = 0; r < p_.rounds; ++r)
+        if (p_.s > 1) sync_cluster(), sync_cluster();
+      return;
+    }
+    acc_ = alloc(Space::kNram, b.acc);
+    dyt_ = alloc(Space::kNram, b.dyt);
+    for (Addr& a : xs_) a = alloc(Space::kNram, b.xslot);
+    ident_ = alloc(Space::kNram, b.ident);
+    dyw_ = alloc(Space::kWram, b.dyw);
+    for (Addr& a : xt_) a = alloc(Space::kWram, b.xt);
+    xslot_ = b.xslot, acc_bytes_ = b.acc;
+    const std::size_t core = (task_id() / core_dim()) * core_dim() + core_id();
+    const std::size_t cores = p_.clusters * core_dim();
+    for (std::size_t r = 0; r < p_.rounds; ++r) {
+      const std::size_t k = r * cores + core;
+      Job j;
+      if (k < p_.jobs) {
+        j = job(k);
+        accumulate(j);
+      }
+      if (p_.s == 1) {
+        if (k < p_.jobs) store_rows(j, acc_, 0, g_.taps * j.on, true);
+        sync_io();
+        continue;
+      }
+      if (k < p_.jobs) memcpy_async(parts_.offset(i64(core_id() * b.acc)), acc_, g_.taps * j.on * j.cn * 4, Dir::kNram2Sram);
+      sync_io();
+      sync_cluster();  // every core's partial sums are in SRAM
+      if (k < p_.jobs) reduce_and_store(j);
+      sync_io();
+      sync_cluster();  // done reading SRAM
+    }
+  }
+
+ private:
+  struct Job {
+    std::size_t o0 = 0, on = 0, c0 = 0, cn = 0, part = 0;
+    Span tiles;
+  };
+  Job job(std::size_t k) const {
+    Job j;
+    const std::size_t b = k / p_.s;
+    j.part = k % p_.s;
+    j.o0 = (b / p_.ncb) * p_.ocb, j.on = std::min(p_.ocb, c_.oc - j.o0);
+    j.c0 = (b % p_.ncb) * p_.cb, j.cn = std::min(p_.cb, c_.c - j.c0);
+    j.tiles = split_units(p_.tiles, p_.s, 1, j.part);
+    return j;
+  }
+
+  // Tile t: images [n, n + ni), output rows [oy0, oy0 + rows) of each.
+  struct Tile {
+    std::size_t n = 0, ni = 1, oy0 = 0, rows = 0;
+    std::size_t pixels(const WeightGradConv& c) const { return ni * rows * c.ow; }
+  };
+  Tile tile(std::size_t t) const {
+    Tile r;
+    r.n = (t / p_.tb) * p_.ni;
+    r.ni = std::min(p_.ni, c_.n - r.n);
+    r.oy0 = (t % p_.tb) * p_.rh;
+    r.rows = std::min(p_.rh, c_.oh - r.oy0);
+    return r;
+  }
+
+  // Piece `piece` of `pieces` of tile t's input rows (channels [c0, c0 + cn)) into an NRAM slot
+  // laid out [ni][block rows][Wp][cn]; rows outside the image are zero-filled.
+  void load_x(const Job& j, const Tile& t, Addr slot, std::size_t piece, std::size_t pieces) const {
+    const std::size_t bh = g_.in_h(c_, t.rows), row_bytes = g_.wp * j.cn * g_.es;
+    const Span mine = split_units(t.ni * bh, pieces, 1, piece);
+    for (std::size_t i = 0; i < t.ni; ++i) {
+      // This image's block rows [a, b) within the piece.
+      const std::size_t a = std::max(mine.begin, i * bh), e = std::min(mine.begin + mine.size, (i + 1) * bh);
+      if (a >= e) continue;
+      const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;  // input row of block row 0
+      const std::int64_t lo = std::clamp<std::int64_t>(-iy0, i64(a - i * bh), i64(e - i * bh));
+      const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(e - i * bh));
+      const Addr blk = slot.offset(i64(i * bh) * i64(row_bytes));
+      if (lo > i64(a - i * bh))
+        vec_fill(c_.dtype, blk.offset(i64(a - i * bh) * i64(row_bytes)), 0.0,
+                 static_cast<std::size_t>(lo - i64(a - i * bh)) * g_.wp * j.cn);
+      if (hi < i64(e - i * bh))
+        vec_fill(c_.dtype, blk.offset(hi * i64(row_bytes)), 0.0,
+                 static_cast<std::size_t>(i64(e - i * bh) - hi) * g_.wp * j.cn);
+      if (hi == lo || g_.count == 0) continue;
+      const std::size_t rows = static_cast<std::size_t>(hi - lo);
+      const Addr dst = blk.offset(lo * i64(row_bytes) + c_.pad_w * i64(j.cn * g_.es));
+      const std::int64_t src_el = i64(t.n + i) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(j.c0);
+      const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
+      const std::size_t run = j.cn * g_.es;
+      CopyShape s;
+      if (c_.xs_w == i64(j.cn) || g_.count == 1)
+        s = CopyShape{g_.count * run, rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
+      else
+        s = CopyShape{run, g_.count, i64(run), c_.xs_w * i64(g_.es), rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
+      memcpy_strided_async(dst, src, s, Dir::kGdram2Nram);
+    }
+  }
+
+  // dY of tile t, channels [o0, o0 + on), into WRAM as [P][on] (P = the tile's pixels in order).
+  void load_dy(const Job& j, const Tile& t) const {
+    const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
+    const std::int64_t src_el = i64(t.n) * c_.ys_n + i64(t.oy0 * c_.ow) * c_.ys_w + i64(j.o0);
+    const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
+    CopyShape s;
+    if (c_.ys_w == i64(j.on))
+      s = CopyShape{px * run, t.ni, i64(px * run), c_.ys_n * i64(g_.es)};
+    else
+      s = CopyShape{run, px, i64(run), c_.ys_w * i64(g_.es), t.ni, i64(px * run), c_.ys_n * i64(g_.es)};
+    memcpy_strided_async(dyw_, src, s, Dir::kGdram2Wram);
+  }
+
+  // Tap (ky, kx)'s window of tile t, X_t[P][cn], from the NRAM input tile into a WRAM slot.
+  void copy_tap(const Job& j, const Tile& t, Addr slot, std::size_t tap, Addr dst) const {
+    const std::size_t ky = tap / c_.kw, kx = tap % c_.kw, bh = g_.in_h(c_, t.rows);
+    const std::size_t pix = j.cn * g_.es, row_bytes = g_.wp * pix, out_row = c_.ow * pix;
+    const Addr src = slot.offset(i64((ky * c_.dil_h * g_.wp + kx * c_.dil_w) * pix));
+    if (c_.stride_w == 1) {
+      memcpy_strided_async(dst, src,
+                           CopyShape{out_row, t.rows, i64(out_row), i64(c_.stride_h * row_bytes), t.ni,
+                                     i64(t.rows * out_row), i64(bh * row_bytes)},
+                           Dir::kNram2Wram);
+      return;
+    }
+    for (std::size_t i = 0; i < t.ni; ++i)
+      memcpy_strided_async(dst.offset(i64(i * t.rows * out_row)), src.offset(i64(i * bh * row_bytes)),
+                           CopyShape{pix, c_.ow, i64(pix), i64(c_.stride_w * pix), t.rows, i64(out_row),
+                                     i64(c_.stride_h * row_bytes)},
+                           Dir::kNram2Wram);
+  }
+
+  // I[on, on] in NRAM: zeros, then ones copied onto the diagonal.
+  void build_identity(std::size_t on) {
+    vec_fill(c_.dtype, ident_, 0.0, on * on);
+    vec_fill(c_.dtype, dyt_, 1.0, on);
+    memcpy_strided(ident_, dyt_, CopyShape{g_.es, on, i64((on + 1) * g_.es), i64(g_.es)}, Dir::kNram2Nram);
+    ident_n_ = on;
+  }
+
+  // acc[tap][on, cn] = sum over the job's tiles of dYt x X_tap. Steps (tile, tap) in order; the
+  // next step's window copy, and (one piece per tap but the last) the next tile's loads, run
+  // during the current step's matmul; one sync per step.
+  void accumulate(const Job& j) {
+    if (ident_n_ != j.on) build_identity(j.on);
+    // The padding columns are never written by a load: zero whole slots for this job's layout.
+    for (Addr a : xs_) vec_fill(c_.dtype, a, 0.0, xslot_ / g_.es);
+    if (j.tiles.size == 0) {
+      vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
+      return;
+    }
+    const std::size_t taps = g_.taps, pieces = std::max<std::size_t>(1, taps - 1);
+    Tile t = tile(j.tiles.begin);
+    load_x(j, t, xs_[0], 0, 1);
+    load_dy(j, t);
+    sync_io();
+    copy_tap(j, t, xs_[0], 0, xt_[0]);
+    sync_io();
+    std::size_t step = 0;
+    for (std::size_t i = 0; i < j.tiles.size; ++i) {
+      const bool more = i + 1 < j.tiles.size;
+      const Tile nt = more ? tile(j.tiles.begin + i + 1) : Tile{};
+      const Addr xs = xs_[i % 2], xs_next = xs_[(i + 1) % 2];
+      const std::size_t px = t.pixels(c_);
+      // dYt[on, P] = I x dY^T; dY's WRAM slot is free afterwards.
+      matmul(c_.dtype, c_.dtype, dyt_, ident_, dyw_, j.on, j.on, px, true, false);
+      if (more) load_dy(j, nt);
+      for (std::size_t tap = 0; tap < taps; ++tap, ++step) {
+        if (more && tap < pieces) load_x(j, nt, xs_next, tap, pieces);
+        if (tap + 1 < taps) {
+          copy_tap(j, t, xs, tap + 1, xt_[(step + 1) % 2]);
+        } else if (more) {
+          if (taps == 1) sync_io();  // the next tile's input was issued in this very step
+          copy_tap(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
+        }
+        matmul(c_.dtype, DType::kFloat32, acc_.offset(i64(tap * j.on * j.cn * 4)), dyt_, xt_[step % 2], j.on, px,
+               j.cn, false, i > 0);
+        sync_io();
+      }
+      t = nt;
+    }
+  }
+
+  // Stores rows [r0, r1) of the job's [taps x on, cn] sums (row tap x on + o is dW[o0 + o, tap,
+  // c0 .. c0 + cn)), found at `src` (row r0 first), in the dtype when `from_acc` is false.
+  void store_rows(const Job& j, Addr src, std::size_t r0, std::size_t r1, bool from_acc) const {
+    if (from_acc && c_.dtype != DType::kFloat32) {
+      const std::size_t chunk = std::max<std::size_t>(1, xslot_ / (j.cn * 4));
+      for (std::size_t r = r0; r < r1; r += chunk) {
+        const std::size_t n = std::min(chunk, r1 - r);
+        vec_cast(c_.dtype, xs_[0], DType::kFloat32, src.offset(i64((r - r0) * j.cn * 4)), n * j.cn);
+        store_rows(j, xs_[0], r, r + n, false);
+        sync_io();  // the scratch is reused
+      }
+      return;
+    }
+    const std::size_t run = j.cn * g_.es;
+    for (std::size_t r = r0; r < r1;) {
+      const std::size_t tap = r / j.on, o = r % j.on, n = std::min(r1 - r, j.on - o);
+      const std::int64_t el = i64(j.o0 + o) * c_.ws_o + i64(tap) * c_.ws_t + i64(j.c0);
+      const Addr dst{Space::kGdram, c_.dw_base + static_cast<std::uint64_t>(el * i64(g_.es))};
+      memcpy_strided_async(dst, src.offset(i64((r - r0) * run)), CopyShape{run, n, c_.ws_o * i64(g_.es), i64(run)},
+                           Dir::kNram2Gdram);
+      r += n;
+    }
+  }
+
+  // This core's 1/s of the block's rows: the other parts' sums added from SRAM, then stored.
+  void reduce_and_store(const Job& j) {
+    const Span rows = split_units(g_.taps * j.on, p_.s, 1, j.part);
+    if (rows.size == 0) return;
+    const std::size_t row = j.cn * 4, chunk = std::max<std::size_t>(1, xslot_ / row);
+    const Addr mine = acc_.offset(i64(rows.begin * row));
+    const std::size_t first = core_id() - j.part;  // the group's first core in this cluster
+    for (std::size_t q = 0; q < p_.s; ++q) {
+      if (q == j.part) continue;
+      const Addr other = parts_.offset(i64((first + q) * acc_bytes_));
+      for (std::size_t r = 0; r < rows.size; r += chunk) {
+        const std::size_t n = std::min(chunk, rows.size - r);
+        dev::memcpy(xs_[1], other.offset(i64((rows.begin + r) * row)), n * row, Dir::kSram2Nram);
+        vec_binary(sim::VecBinaryOp::kAdd, DType::kFloat32, mine.offset(i64(r * row)), mine.offset(i64(r * row)),
+                   xs_[1], n * j.cn);
+      }
+    }
+    store_rows(j, mine, rows.begin, rows.begin + rows.size, true);
+  }
+
+  const WeightGradConv& c_;
+  const WeightGradPlan& p_;
+  const Geometry g_;
+  Addr parts_, acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
+  std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;
+};
+
+}  // namespace
+
+std::string WeightGradPlan::str() const {
+  return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " s=" + std::to_string(s) +
+         " rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " jobs=" + std::to_string(jobs) +
+         " rounds=" + std::to_string(rounds) + " clusters=" + std::to_string(clusters) +
+         " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
+         " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
+}
+
+bool direct_backward_weight_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& dy,
+                                    const View4& dw) {
+  if (s.groups != 1 || s.c == 0 || s.oc == 0) return false;
+  // A 1x1 stride-1 convolution has no windows: it is one GEMM over the NHWC pixels, which the
+  // GEMM engine runs without gathers. Fewer input channels than array columns (conv1's 3) leave
+  // most columns of every fold idle (N = cb <= C), where the GEMM path puts C x taps on them.
+  if (s.taps() == 1 && s.p.stride_h == 1 && s.p.stride_w == 1) return false;
+  const gemm::DeviceModel d = gemm::device_model(h, s.dtype);
+  if (!d.on_tfu() || s.c < d.tfu_cols) return false;
+  const bool x_nhwc = x.strides[1] == 1 || s.c == 1;
+  const bool dy_nhwc =
+      (dy.strides[1] == 1 || s.oc == 1) && (s.oh == 1 || s.ow == 1 || dy.strides[2] == i64(s.ow) * dy.strides[3]);
+  const bool dw_ohwi =
+      (dw.strides[1] == 1 || s.c == 1) && (s.kh == 1 || s.kw == 1 || dw.strides[2] == i64(s.kw) * dw.strides[3]);
+  return x_nhwc && dy_nhwc && dw_ohwi;
+}
+
+WeightGradConv weight_grad_conv(const ConvShape& s, const View4& x, const View4& dy, const View4& dw) {
+  WeightGradConv d;
+  d.dtype = s.dtype;
+  d.n = s.n, d.h = s.h, d.w = s.w, d.c = s.c, d.oc = s.oc, d.kh = s.kh, d.kw = s.kw, d.oh = s.oh, d.ow = s.ow;
+  d.stride_h = static_cast<std::size_t>(s.p.stride_h), d.stride_w = static_cast<std::size_t>(s.p.stride_w);
+  d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
+  d.pad_h = s.p.pad_h, d.pad_w = s.p.pad_w;
+  d.xs_n = x.strides[0], d.xs_h = x.strides[2], d.xs_w = x.strides[3];
+  d.ys_n = dy.strides[0], d.ys_w = s.ow > 1 ? dy.strides[3] : dy.strides[2];
+  d.ws_o = dw.strides[0], d.ws_t = s.kw > 1 ? dw.strides[3] : dw.strides[2];
+  return d;
+}
+
+WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
+  const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
+  WeightGradPlan best;
+  if (!d.on_tfu() || c.n * c.oh * c.ow * c.oc * c.c == 0) return best;
+  const Geometry g(c);
+  const std::size_t cores = d.cores_per_cluster, all = cores * d.clusters;
+  const double es = static_cast<double>(g.es);
+  const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c) * es;
+  const double dy_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc) * es;
+  const double dw_bytes = static_cast<double>(c.oc * g.taps * c.c) * es;
+  auto chunks = [](std::size_t total) {  // total cut into q equal chunks, q up to 32
+    std::vector<std::size_t> v;
+    for (std::size_t q = 1; q <= 32 && q <= total; ++q) v.push_back(ceil_div(total, q));
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  for (std::size_t ocb : chunks(c.oc))
+    for (std::size_t cb : chunks(c.c)) {
+      const std::size_t nob = ceil_div(c.oc, ocb), ncb = ceil_div(c.c, cb);
+      const double acc = static_cast<double>(g.taps * ocb * cb * 4);
+      for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
+        const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
+        const CoreBuffers b = core_buffers(c, g, ocb, cb, rh, ni);
+        if (b.nram() > d.nram_bytes || b.wram() > d.wram_bytes) break;
+        const std::size_t tb = ni > 1 ? 1 : ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
+        const std::size_t p = ni * rh * c.ow;
+        const double mm = static_cast<double>(d.matmul_cycles(ocb, p, cb));
+        const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
+        const double copy = d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
+        const double load_bytes =
+            static_cast<double>(ni * g.in_h(c, rh) * g.count * cb + p * ocb) * es;
+        const double load =
+            d.io_latency_cycles + std::max(load_bytes / d.io_dma_bpc, load_bytes * static_cast<double>(all) / d.dram_bpc);
+        const double tile = tr + std::max(static_cast<double>(g.taps) * std::max(mm, copy), load);
+        const double store = d.io_latency_cycles + acc / 4 * es / d.io_dma_bpc;
+        const double halo = std::max(1.0, static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h));
+        const double dram_bytes = static_cast<double>(nob) * x_bytes * halo + static_cast<double>(ncb) * dy_bytes + dw_bytes;
+        for (std::size_t s = 1; s <= cores && s <= tiles; s *= 2) {
+          if (cores % s != 0) continue;
+          const std::size_t jobs = nob * ncb * s;
+          if (s > 1 && cores * b.acc > d.sram_bytes) continue;
+          const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
+          const std::size_t rounds = ceil_div(jobs, clusters * cores);
+          const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +
+                                         static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
+                                             static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
+                                   : 0.0;
+          const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + store / static_cast<double>(s);
+          const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
+          if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
+              (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
+            best.ocb = ocb, best.cb = cb, best.s = s, best.rh = rh, best.ni = ni;
+            best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
+            best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+          }
+        }
+      }
+    }
+  return best;
+}
+
+Status launch_weight_grad(Handle& h, const std::string& name, const WeightGradConv& conv, const WeightGradPlan& plan,
+                          std::uint32_t* kernels) {
+  *kernels = 0;
+  MLU_CHECK(plan.ocb > 0, Status::kNotSupported, name + ": no direct weight-gradient tiling fits this device");
+  auto job = std::make_shared<const WeightGradConv>(conv);
+  auto pl = std::make_shared<const WeightGradPlan>(plan);
+  const unsigned cpc = h.cores_per_cluster();
+  MLU_RETURN_IF_ERROR(launch(
+      h, name, [job, pl] { WeightGradRun(*job, *pl).run(); },
+      cnrtDim3_t{static_cast<unsigned>(plan.clusters) * cpc, 1, 1}, cnrtFuncTypeUnion1));
+  *kernels = 1;
+  return Status::kSuccess;
+}
+
+}  // namespace mlusim::mlu::conv

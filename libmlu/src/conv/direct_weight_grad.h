@@ -1,0 +1,85 @@
+// The direct backward-weight convolution: dW[o, ky, kx, c] = sum over images and output pixels p
+// of dY[n, p, o] x X[n, window(p, ky, kx), c], on NHWC tiles with the sums kept on chip; no im2col
+// and no per-window DMA gather from DRAM.
+//
+// Applies when x and dy are channels-innermost (channel stride 1; dy's pixels evenly spaced in an
+// image), dw is [OC, KH, KW, C] with channel stride 1 and evenly spaced taps (torch's
+// channels_last OIHW), groups == 1, the TFU has an array for the dtype and at least as many input
+// channels as array columns, and the convolution has windows (not 1x1 at stride 1, which is one
+// GEMM over the pixels and stays with the GEMM engine). Any stride, padding, dilation.
+//
+// Work: dW is cut into blocks of `ocb` output x `cb` input channels (all taps). A block's pixels
+// (the output pixels of all images, as tiles of `rh` whole output rows of one image, or of `ni`
+// whole images) are split into `s` parts; a job = (block, part) runs on one compute core, the s
+// parts of a block on s cores of one cluster. Per tile a core
+//   - loads the input tile [in_h, Wp, cb] (zero rows/columns where the window leaves the image)
+//     into NRAM, and dY's [P, ocb] (P = the tile's output pixels) into WRAM, by IO-DMA;
+//   - transposes dY on the TFU: dYt[ocb, P] = I[ocb, ocb] x dY^T (matmul with the b_transposed
+//     operand; exact for finite values, the method of gemm/strided_copy.h);
+//   - per tap (ky, kx): copies the tap's window X_t[P, cb] (one on-chip strided copy NRAM -> WRAM:
+//     a run of OW x cb per output row at stride 1, a run of cb per pixel otherwise) and
+//     accumulates acc[tap][ocb, cb] (fp32, NRAM) += dYt[ocb, P] x X_t[P, cb] on the TFU:
+//     M = ocb (array rows), K = P (streamed), N = cb (array columns).
+// The next tap's window copy and the next tile's loads (spread over the tile's taps, one piece per
+// tap) run while the TFU computes; the core syncs once per tap. After its tiles, a core with
+// s > 1 writes its partial sums to SRAM; after a cluster barrier each of the s cores adds the
+// others' partials for 1/s of the block's rows (VFU) and stores them, rounded to the dtype.
+//
+// Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
+// and round of jobs (jobs / cores rounds):
+//   tile   = transpose(ocb, ocb, P) + max(taps x max(mm(ocb, P, cb), copy_t), load)
+//     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = move latency + P x cb x es / move
+//     rate, load = the tile's x and dY bytes at the IO-DMA rate or the core's share of DRAM;
+//   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
+//     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + store;
+//   DRAM bytes = (OC / ocb) x X (with halo rows) + (C / cb) x dY + dW; estimate = the larger of
+//     rounds x round and DRAM bytes / DRAM rate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "conv/conv_shape.h"
+#include "mlusim/mlu/handle.h"
+#include "mlusim/mlu/status.h"
+#include "mlusim/sim/dtype.h"
+
+namespace mlusim::mlu::conv {
+
+// The gradient the kernel computes. Element strides.
+struct WeightGradConv {
+  sim::DType dtype = sim::DType::kFloat32;
+  std::size_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 1, kw = 1, oh = 0, ow = 0;
+  std::size_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;
+  std::uint64_t x_base = 0, dy_base = 0, dw_base = 0;
+  std::int64_t xs_n = 0, xs_h = 0, xs_w = 0;  // x: image, row, pixel (channel stride 1)
+  std::int64_t ys_n = 0, ys_w = 0;            // dy: image, pixel (rows are OW pixels apart)
+  std::int64_t ws_o = 0, ws_t = 0;            // dw: output channel, tap (channel stride 1)
+};
+
+struct WeightGradPlan {
+  std::size_t ocb = 0;  // output channels per block (matmul M); 0: no plan
+  std::size_t cb = 0;   // input channels per block (matmul N)
+  std::size_t s = 1;    // pixel parts per block (cores of one cluster; divides cores per cluster)
+  std::size_t rh = 0;   // output rows per tile
+  std::size_t ni = 1;   // images per tile (> 1: rh = OH)
+  std::size_t nob = 0, ncb = 0, tb = 0, tiles = 0, jobs = 0, rounds = 0, clusters = 0;  // derived
+  double est_cycles = 0, est_dram_bytes = 0;
+  std::string str() const;
+};
+
+// The kernel's description of a backward-weight convolution, when it applies (see the header).
+bool direct_backward_weight_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& dy,
+                                    const View4& dw);
+WeightGradConv weight_grad_conv(const ConvShape& s, const View4& x, const View4& dy, const View4& dw);
+
+// The best plan (ocb == 0 when nothing fits the on-chip memories).
+WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& conv);
+
+// Enqueues the kernel (one UNION1 launch). Returns the kernels launched.
+Status launch_weight_grad(Handle& h, const std::string& name, const WeightGradConv& conv, const WeightGradPlan& plan,
+                          std::uint32_t* kernels);
+
+}  // namespace mlusim::mlu::conv
