@@ -230,6 +230,7 @@ from . import inductor as _inductor  # noqa: E402
 _inductor.register_on_first_compile()  # torch.compile(model) with Inductor on mlu tensors
 from .precision import compare  # noqa: E402  (layer-by-layer precision against the CPU in float64)
 from . import amp  # noqa: E402  (torch.mlu.amp.autocast / GradScaler)
+from . import quantization  # noqa: E402  (int8: quantize_int8, torch.ao's flow lowered to the int8 TFU)
 from . import distributed  # noqa: E402  (registers the torch.distributed backend "cncl" for "mlu")
 from . import _patches  # noqa: E402
 
