@@ -3,8 +3,9 @@
 // the group, columns = input pixels of all images, depth = (tap, output channel) gathered from dy
 // (zero-interleaved first when the convolution is strided). The weights are transposed on the
 // device to [Cg][tap][OCg] so the engine's rows are depth-contiguous.
-// Channels-innermost operands at stride 1 run the direct NHWC kernel instead (direct_conv.h): the
-// forward convolution of dy with the weights transposed to [C][tap][OC], taps mirrored.
+// Channels-innermost operands run the direct NHWC kernel instead (direct_conv.h): the forward
+// convolution of dy with the weights transposed to [C][tap][OC], taps mirrored; strided ones as
+// one such convolution per output phase with its sub-kernel (backward_data_phases()).
 #include <memory>
 
 #include "common/error.h"
@@ -35,8 +36,13 @@ struct Setup {
   conv::View4 dxv, wv, dyv;
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
   bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, transposed weights
-  conv::DirectConv dc;
-  conv::DirectPlan dplan;
+  struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel's copy
+    conv::DataPhase ph;
+    conv::DirectConv dc;
+    conv::DirectPlan plan;
+    std::size_t wt_at = 0;
+  };
+  std::vector<Phase> phases;
   conv::WorkspaceLayout ws;
   std::size_t dy_at = 0, w_at = 0, wt_at = 0, dx_at = 0, splitk_at = 0;
   conv::View4 src;  // what the columns read: dy, its dense copy or its zero-interleaved copy
@@ -58,23 +64,34 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
     return Status::kSuccess;
   }
   if (conv::direct_backward_data_applies(*h, s, st->dyv, st->wv, st->dxv)) {
-    conv::DirectConv& d = st->dc;
-    d.dtype = s.dtype;
-    d.n = s.n, d.h = s.oh, d.w = s.ow, d.c = s.oc, d.oc = s.c, d.kh = s.kh, d.kw = s.kw, d.oh = s.h, d.ow = s.w;
-    d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
-    d.pad_h = s.p.dilation_h * i64(s.kh - 1) - s.p.pad_h, d.pad_w = s.p.dilation_w * i64(s.kw - 1) - s.p.pad_w;
-    d.xs_n = st->dyv.strides[0], d.xs_h = st->dyv.strides[2], d.xs_w = st->dyv.strides[3];
-    d.ws_o = i64(s.taps() * s.oc), d.ws_t = i64(s.oc);  // the workspace copy: [C][tap][OC]
-    d.out.dtype = s.dtype;
-    d.out.batch = BatchIndexer{{i64(s.n)}, {st->dxv.strides[0]}};
-    d.out.row_stride = s.w > 1 ? st->dxv.strides[3] : st->dxv.strides[2];
-    d.out.col_stride = 1;
-    st->dplan = conv::plan_direct(*h, d);
-    if (st->dplan.rh > 0) {
+    const bool strided = s.p.stride_h > 1 || s.p.stride_w > 1;
+    bool fits = true;
+    for (const conv::DataPhase& ph : conv::backward_data_phases(s)) {
+      Setup::Phase r;
+      r.ph = ph;
+      conv::DirectConv& d = r.dc;
+      d.dtype = s.dtype;
+      d.n = s.n, d.h = s.oh, d.w = s.ow, d.c = s.oc, d.oc = s.c, d.kh = ph.taps_h, d.kw = ph.taps_w;
+      d.oh = ph.out_h, d.ow = ph.out_w;
+      d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
+      d.pad_h = ph.pad_h, d.pad_w = ph.pad_w;
+      d.xs_n = st->dyv.strides[0], d.xs_h = st->dyv.strides[2], d.xs_w = st->dyv.strides[3];
+      d.ws_o = i64(ph.taps_h * ph.taps_w * s.oc), d.ws_t = i64(s.oc);  // the workspace copy: [C][tap][OC]
+      d.out.dtype = s.dtype;
+      d.out.batch = BatchIndexer{{i64(s.n)}, {st->dxv.strides[0]}};
+      d.out.row_stride = ph.out_w > 1 ? s.p.stride_w * st->dxv.strides[3] : s.p.stride_h * st->dxv.strides[2];
+      d.out.col_stride = 1;
+      if (strided) d.out_row_pitch = s.p.stride_h * st->dxv.strides[2];
+      r.plan = conv::plan_direct(*h, d);
+      fits = fits && r.plan.rh > 0;
+      st->phases.push_back(r);
+    }
+    if (fits) {
       st->direct = true;
-      st->wt_at = st->ws.add(s.oc * s.c * s.taps() * es);
+      for (Setup::Phase& r : st->phases) r.wt_at = st->ws.add(s.oc * s.c * r.ph.taps_h * r.ph.taps_w * es);
       return Status::kSuccess;
     }
+    st->phases.clear();
   }
   st->strided = s.p.stride_h > 1 || s.p.stride_w > 1;
   st->src = st->dyv;
@@ -161,19 +178,31 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
     return Status::kSuccess;
   }
   if (st.direct) {
-    // w[o, (kh, kw), c] -> wt[c, (KH-1-kh, KW-1-kw), o]: per tap an [OC, C] -> [C, OC] transpose.
-    const gemm::MatrixView src{addr(w_ptr), BatchIndexer{{i64(s.kh), i64(s.kw)}, {st.wv.strides[2], st.wv.strides[3]}},
-                               st.wv.strides[0], st.wv.strides[1]};
-    const gemm::MatrixView dst{ws + st.wt_at + (s.taps() - 1) * s.oc * sim::dtype_size(s.dtype),
-                               BatchIndexer{{i64(s.kh), i64(s.kw)}, {-i64(s.kw * s.oc), -i64(s.oc)}}, 1,
-                               i64(s.taps() * s.oc)};
-    MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "conv2d_backward_data_transpose_w", s.dtype, s.taps(), s.oc,
-                                                  s.c, src, dst, &k));
-    kernels += k;
-    conv::DirectConv dc = st.dc;
-    dc.x_base = addr(dy_ptr), dc.w_base = ws + st.wt_at, dc.out.base = addr(dx_ptr);
-    MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, st.dplan, &k));
-    kernels += k;
+    const std::size_t es = sim::dtype_size(s.dtype);
+    for (const Setup::Phase& r : st.phases) {
+      // The phase's taps w[o, c, k0y + s_h my, k0x + s_w mx] -> wt[c, (K'y-1-my, K'x-1-mx), o]: per tap
+      // an [OC, C] -> [C, OC] transpose.
+      const conv::DataPhase& ph = r.ph;
+      const std::size_t taps = ph.taps_h * ph.taps_w;
+      const std::int64_t first = i64(ph.k0y) * st.wv.strides[2] + i64(ph.k0x) * st.wv.strides[3];
+      const gemm::MatrixView src{
+          addr(w_ptr) + static_cast<std::uint64_t>(first * i64(es)),
+          BatchIndexer{{i64(ph.taps_h), i64(ph.taps_w)},
+                       {s.p.stride_h * st.wv.strides[2], s.p.stride_w * st.wv.strides[3]}},
+          st.wv.strides[0], st.wv.strides[1]};
+      const gemm::MatrixView dst{ws + r.wt_at + (taps - 1) * s.oc * es,
+                                 BatchIndexer{{i64(ph.taps_h), i64(ph.taps_w)}, {-i64(ph.taps_w * s.oc), -i64(s.oc)}},
+                                 1, i64(taps * s.oc)};
+      MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "conv2d_backward_data_transpose_w", s.dtype, taps, s.oc,
+                                                    s.c, src, dst, &k));
+      kernels += k;
+      conv::DirectConv dc = r.dc;
+      const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
+      dc.x_base = addr(dy_ptr), dc.w_base = ws + r.wt_at;
+      dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
+      MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, r.plan, &k));
+      kernels += k;
+    }
     record(*h, kOp, s.macs(), bytes, kernels);
     return Status::kSuccess;
   }

@@ -292,12 +292,38 @@ class DirectRun {
   void store(Addr src, const Tile& t, std::size_t co0, std::size_t n) const {
     const gemm::OutputSpec& o = c_.out;
     const std::size_t nr = t.rows * c_.ow;
-    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0 * c_.ow) * o.row_stride + i64(co0) * o.col_stride;
+    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0) * pitch() + i64(co0) * o.col_stride;
     const Addr dst{Space::kGdram, o.base + static_cast<std::uint64_t>(off * i64(g_.es))};
     const std::size_t run = n * g_.es;
-    const CopyShape s = o.row_stride == i64(n) || nr == 1 ? CopyShape{nr * run}
-                                                              : CopyShape{run, nr, o.row_stride * i64(g_.es), i64(run)};
+    CopyShape s;
+    if (pitch() != i64(c_.ow) * o.row_stride && t.rows > 1)  // rows apart: one level per row
+      s = CopyShape{run, c_.ow, o.row_stride * i64(g_.es), i64(run), t.rows, pitch() * i64(g_.es), i64(c_.ow * run)};
+    else
+      s = o.row_stride == i64(n) || nr == 1 ? CopyShape{nr * run}
+                                            : CopyShape{run, nr, o.row_stride * i64(g_.es), i64(run)};
     memcpy_strided_async(dst, src, s, Dir::kNram2Gdram);
+  }
+
+  std::int64_t pitch() const { return c_.out_row_pitch ? c_.out_row_pitch : i64(c_.ow) * c_.out.row_stride; }
+
+  // The epilogue of output rows [oy0, oy0 + rows) of image n from acc [rows x OW, n_out] (fp32):
+  // one block, or (rows a pitch apart) one per row, the spec's base moved so that the matrix
+  // row oy x OW lands at row oy's address.
+  void finish(Addr acc, std::size_t n, std::size_t oy0, std::size_t rows, std::size_t c_out, std::size_t n_out) {
+    if (pitch() == i64(c_.ow) * c_.out.row_stride) {
+      gemm::finish_block(c_.out, acc, n, oy0 * c_.ow, rows * c_.ow, c_out, n_out, epi_);
+      return;
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      gemm::OutputSpec o = c_.out;
+      const std::int64_t oy = i64(oy0 + r);
+      o.base += static_cast<std::uint64_t>((oy * pitch() - oy * i64(c_.ow) * o.row_stride) * i64(g_.es));
+      // Each row rounds into its own part of the staging buffer (sized for the whole tile), so
+      // its store may still be in flight while the next row is finished.
+      gemm::EpilogueBuffers e = epi_;
+      if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64(r * c_.ow * n_out * g_.es));
+      gemm::finish_block(o, acc.offset(i64(r * c_.ow * n_out * 4)), n, (oy0 + r) * c_.ow, c_.ow, c_out, n_out, e);
+    }
   }
 
   void run_compute_core() {
@@ -364,7 +390,7 @@ class DirectRun {
           if (direct_)
             store(a, ti, c_out, n_out);
           else
-            gemm::finish_block(c_.out, a, ti.n, ti.oy0 * c_.ow, ti.rows * c_.ow, c_out, n_out, epi_);
+            finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out);
         }
       }
       for (; staged < groups(j); ++staged) sync_cluster();
@@ -425,10 +451,48 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
   return x_nhwc && w_ohwi && y_nhwc;
 }
 
+std::vector<DataPhase> backward_data_phases(const ConvShape& s) {
+  std::vector<DataPhase> v;
+  const std::size_t sh = static_cast<std::size_t>(s.p.stride_h), sw = static_cast<std::size_t>(s.p.stride_w);
+  if (sh == 1 && sw == 1) {
+    DataPhase p;
+    p.out_h = s.h, p.out_w = s.w, p.taps_h = s.kh, p.taps_w = s.kw;
+    p.pad_h = s.p.dilation_h * i64(s.kh - 1) - s.p.pad_h, p.pad_w = s.p.dilation_w * i64(s.kw - 1) - s.p.pad_w;
+    if (p.pad_h >= 0 && p.pad_w >= 0) v.push_back(p);
+    return v;
+  }
+  if (s.p.dilation_h != 1 || s.p.dilation_w != 1) return v;
+  // Along one dimension, output index r + stride x a takes the taps k = r + pad (mod stride):
+  // k0 + stride x m, m < K'; input row oy = a - e0 - m with e0 = (k0 - pad - r) / stride, i.e.
+  // with the sub-kernel mirrored (t = K' - 1 - m), the stride-1 convolution padded by e0 + K' - 1.
+  struct Dim {
+    std::size_t k0, taps, out;
+    std::int64_t pad;
+  };
+  auto dim = [](std::size_t r, std::size_t stride, std::int64_t pad, std::size_t k, std::size_t in) {
+    Dim d{};
+    const std::int64_t st = i64(stride);
+    d.k0 = static_cast<std::size_t>(((i64(r) + pad) % st + st) % st);
+    d.taps = d.k0 < k ? (k - d.k0 + stride - 1) / stride : 0;
+    d.out = r < in ? (in - r + stride - 1) / stride : 0;
+    const std::int64_t e0 = (i64(d.k0) - pad - i64(r)) / st;  // exact: k0 = r + pad (mod stride)
+    d.pad = e0 + i64(d.taps) - 1;
+    return d;
+  };
+  for (std::size_t ry = 0; ry < sh; ++ry)
+    for (std::size_t rx = 0; rx < sw; ++rx) {
+      const Dim y = dim(ry, sh, s.p.pad_h, s.kh, s.h), x = dim(rx, sw, s.p.pad_w, s.kw, s.w);
+      if (y.out == 0 || x.out == 0) continue;
+      if (y.taps == 0 || x.taps == 0 || y.pad < 0 || x.pad < 0) return {};
+      v.push_back(DataPhase{ry, rx, y.out, x.out, y.k0, x.k0, y.taps, x.taps, y.pad, x.pad});
+    }
+  return v;
+}
+
 bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
                                   const View4& dx) {
-  if (s.groups != 1 || s.c == 0 || s.oc == 0 || s.p.stride_h != 1 || s.p.stride_w != 1) return false;
-  if (s.p.pad_h > s.p.dilation_h * i64(s.kh - 1) || s.p.pad_w > s.p.dilation_w * i64(s.kw - 1)) return false;
+  if (s.groups != 1 || s.c == 0 || s.oc == 0) return false;
+  if (backward_data_phases(s).empty()) return false;
   if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
   const bool dy_nhwc = dy.strides[1] == 1 || s.oc == 1;
   const bool w_ci = w.strides[1] == 1 || s.c == 1;

@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "conv/conv_forward.h"
 #include "conv/conv_shape.h"
@@ -80,6 +81,9 @@ struct DirectConv {
   std::uint64_t w_base = 0;
   std::int64_t ws_o = 0, ws_t = 0;  // elements between output channels, between taps
   gemm::OutputSpec out;
+  // Elements between two output rows of an image; 0: OW x out.row_stride (the rows of the [OH x OW,
+  // OC] matrix follow each other). A phase of a strided backward-data writes every stride-th row.
+  std::int64_t out_row_pitch = 0;
 };
 
 // Whether the direct kernel takes this forward convolution (layouts, groups, dtype, output stage).
@@ -89,10 +93,24 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
 // Whether the direct kernel takes this backward-data convolution: dx = the stride-1 convolution
 // of dy (padded by dilation x (kernel - 1) - pad) with the weights transposed to [C, KH, KW, OC]
 // and their taps mirrored (written to the workspace by one transposing copy, gemm/strided_copy.h).
-// Needs stride 1, groups 1, pad <= dilation x (kernel - 1), dy/dx channels-innermost, weights
-// with channel stride 1, a TFU for the dtype.
+// At stride s > 1 (dilation 1) dx splits into s_h x s_w phases (rows ry + s_h a, columns
+// rx + s_w b); phase (ry, rx) is the stride-1 convolution of dy with the sub-kernel of the taps
+// ky = ry + pad_h (mod s_h), kx likewise (backward_data_phases()), written with row pitch s_h
+// rows and pixel stride s_w, so no zero-interleaved dy and no per-window gather.
+// Needs groups 1, every phase with taps and a padding >= 0 (stride 1: pad <= dilation x
+// (kernel - 1)), dy/dx channels-innermost, weights with channel stride 1, a TFU for the dtype.
 bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
                                   const View4& dx);
+
+// One phase of a strided backward-data (stride 1: the one phase, ry = rx = 0, all taps): output
+// rows ry + stride_h x a (a < out_h), columns rx + stride_w x b (b < out_w); taps ky = k0y +
+// stride_h x m (m < taps_h), mirrored in the sub-kernel; the stride-1 convolution's padding.
+struct DataPhase {
+  std::size_t ry = 0, rx = 0, out_h = 0, out_w = 0, k0y = 0, k0x = 0, taps_h = 0, taps_w = 0;
+  std::int64_t pad_h = 0, pad_w = 0;
+};
+// The phases with outputs (empty list: some phase has no taps, or a negative padding).
+std::vector<DataPhase> backward_data_phases(const ConvShape& s);
 
 // The best plan for `conv` (rh == 0 when nothing fits the on-chip memories); conv.out's bias and
 // activation decide the epilogue's buffers, not its addresses.

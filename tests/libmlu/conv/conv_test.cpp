@@ -411,6 +411,30 @@ TEST_F(ConvTest, DirectBackwardData) {
                        Format::kChannelsLast, Format::kChannelsLast, 1e-4);
 }
 
+// Strided, channels-innermost: one direct convolution per output phase with its sub-kernel
+// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16); a 1x1 / 2 has
+// phases without taps and keeps the GEMM.
+TEST_F(ConvTest, DirectBackwardDataStrided) {
+  const Format cl = Format::kChannelsLast;
+  const Case s2{2, 6, 9, 8, 5, 3, 3, params(1, 1, 2, 2, 1, 1, 1)};
+  conv::ConvShape shape;
+  shape.n = 2, shape.c = 6, shape.h = 9, shape.w = 8, shape.oc = 5, shape.kh = 3, shape.kw = 3;
+  shape.p = s2.p;
+  const std::vector<conv::DataPhase> phases = conv::backward_data_phases(shape);
+  ASSERT_EQ(phases.size(), 4u);
+  EXPECT_EQ(phases[0].taps_h * phases[0].taps_w + phases[1].taps_h * phases[1].taps_w +
+                phases[2].taps_h * phases[2].taps_w + phases[3].taps_h * phases[3].taps_w,
+            9u);
+  EXPECT_EQ(phases[3].out_h, 4u);  // rows 1, 3, 5, 7 of 9
+  backward_data<float>(s2, cl, cl, cl, 1e-4);
+  EXPECT_EQ(h().ops().back().kernels, 8u);  // per phase: its weights' transpose and the direct kernel
+  backward_data<float>({1, 4, 21, 19, 6, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, Format::kNhwc, Format::kNhwc,
+                       Format::kNhwc, 1e-4);
+  backward_data<float>({2, 5, 10, 7, 4, 3, 2, params(2, 0, 2, 1, 1, 1, 1)}, cl, cl, cl, 1e-4);
+  backward_data<half>(s2, cl, cl, cl, 3e-3);
+  backward_data<float>(kCases[5], cl, cl, cl, 1e-4);
+}
+
 TEST_F(ConvTest, BackwardDataDepthwise) {
   backward_data<float>({2, 4, 9, 8, 8, 3, 3, params(1, 1, 2, 1, 1, 2, 4)}, Format::kNchw, Format::kNchw, Format::kNchw,
                        1e-4);
