@@ -190,3 +190,22 @@ def test_device_compositions(dev):
     assert torch.equal(torch.eye(3, 4, device=DEV).cpu(), torch.eye(3, 4))
     assert torch.equal(d, d.clone()) and not torch.equal(d, d + 1) and not torch.equal(d, d[:2])
     check(torch.tan, torch.rand(32, generator=g) * 2 - 1)
+
+
+def test_addr_rounds_each_step_as_torch_kernels(dev):
+    g = torch.Generator().manual_seed(4)
+    for dtype in (torch.float16, torch.float32):
+        s, a, b = (torch.randn(shape, generator=g).to(dtype) * 3 for shape in ((5, 7), (5,), (7,)))
+        for beta, alpha in ((0.6, 0.2), (1, 1), (-0.4, 1.7)):
+            got = torch.addr(s.to(dev), a.to(dev), b.to(dev), beta=beta, alpha=alpha).cpu()
+            # fp16: bit for bit (every step rounded as the CPU rounds it); fp32: the CPU's vector
+            # path may fuse the last multiply-add (one rounding fewer).
+            tol = {"rtol": 0, "atol": 0} if dtype == torch.float16 else {"rtol": 2e-6, "atol": 1e-6}
+            torch.testing.assert_close(got, torch.addr(s, a, b, beta=beta, alpha=alpha), **tol)
+        nan_self = torch.full((5, 7), float("nan"), dtype=dtype)  # beta = 0 ignores self
+        got = torch.addr(nan_self.to(dev), a.to(dev), b.to(dev), beta=0, alpha=0.3).cpu()
+        assert torch.equal(got, torch.addr(nan_self, a, b, beta=0, alpha=0.3))
+    bcast = torch.addr(torch.ones(7).to(dev), a.to(dev), b.to(dev)).cpu()
+    torch.testing.assert_close(bcast, torch.addr(torch.ones(7), a, b))
+    with pytest.raises(RuntimeError, match="1-D argument vec1"):
+        torch.addr(s.to(dev), s.to(dev), b.to(dev))

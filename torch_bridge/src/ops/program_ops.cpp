@@ -21,6 +21,7 @@
 //   rounded_division (div's rounding_mode, rounded_division.h), floor_divide, fmod, remainder
 //   (quotient by the truncating int32 cast)
 //   _prelu_kernel (+ backward), binary_cross_entropy (+ backward)
+//   addr: beta * self + (alpha * vec1) * vec2, each step rounded to the dtype (torch's addr_kernel)
 //   lgamma, digamma, polygamma (n = 0, 1): reflection, shift and asymptotic series; erfinv (Giles)
 //   linspace, logspace: a program over arange (torch's two-sided formula, fp32)
 //   uniform_, normal_ (+ normal with tensor mean/std), log_normal_, exponential_, cauchy_, geometric_,
@@ -42,7 +43,9 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/mean.h>
+#include <ATen/ops/mul.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sum.h>
 #include <torch/library.h>
@@ -426,6 +429,43 @@ Tensor mlu_logaddexp2(const Tensor& self, const Tensor& other) {
 }
 Tensor& mlu_logaddexp2_out(const Tensor& self, const Tensor& other, Tensor& out) {
   return write_out(mlu_logaddexp2(self, other), out, "aten::logaddexp2");
+}
+
+// ---- addr ---------------------------------------------------------------------------------------------
+
+// beta * self + alpha * vec1 (x) vec2 as torch's CPU and CUDA kernels compute it for one floating
+// dtype: beta and alpha in the tensors' dtype, every step rounded to it, in the order
+// beta * self + (alpha * vec1) * vec2 (LinearAlgebraKernel.cpp's addr_kernel; gcc builds it without
+// contraction); beta == 0 ignores self (its NaN and inf do not propagate). Other dtype mixes take
+// torch's composite math_addr (outer, mul, add on the device).
+Tensor mlu_addr(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const c10::Scalar& beta,
+                const c10::Scalar& alpha) {
+  const char* name = "aten::addr";
+  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+  const std::vector<int64_t> shape = {vec1.size(0), vec2.size(0)};
+  TORCH_CHECK(at::infer_size(self.sizes(), shape) == at::IntArrayRef(shape), "addr: self of size ", self.sizes(),
+              " cannot be broadcast to the outer product's size ", at::IntArrayRef(shape));
+  const at::ScalarType t = self.scalar_type();
+  const bool one_float = at::isFloatingType(t) && t != at::kDouble && vec1.scalar_type() == t && vec2.scalar_type() == t;
+  const Tensor col = vec1.view({-1, 1}), row = vec2.view({1, -1});
+  if (!one_float) {
+    const Tensor outer = at::mul(col, row);
+    const Tensor scaled = alpha.toComplexDouble() == 1.0 ? outer : at::mul(outer, alpha);
+    if (beta.toComplexDouble() == 0.0) return scaled.expand(shape).contiguous();
+    return at::add(beta.toComplexDouble() == 1.0 ? self : at::mul(self, beta), scaled);
+  }
+  // The scalars as the kernels hold them (scalar_t).
+  auto in_dtype = [t](const c10::Scalar& v) {
+    const double d = v.toDouble();
+    if (t == at::kHalf) return static_cast<double>(static_cast<float>(c10::Half(static_cast<float>(d))));
+    if (t == at::kBFloat16) return static_cast<double>(static_cast<float>(c10::BFloat16(static_cast<float>(d))));
+    return static_cast<double>(static_cast<float>(d));
+  };
+  const std::string a = lit(in_dtype(alpha));
+  if (beta.toDouble() == 0.0) return program_rounded(name, {col, row}, "mul(mul(" + a + ", $0), $1)");
+  return program_rounded(name, {self.expand(shape), col, row},
+                         "add(mul(" + lit(in_dtype(beta)) + ", $0), mul(mul(" + a + ", $1), $2))");
 }
 
 // ---- losses --------------------------------------------------------------------------------------------------
@@ -1118,6 +1158,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logaddexp.out", TORCH_FN(mlu_logaddexp_out));
   m.impl("logaddexp2", TORCH_FN(mlu_logaddexp2));
   m.impl("logaddexp2.out", TORCH_FN(mlu_logaddexp2_out));
+  m.impl("addr", TORCH_FN(mlu_addr));
   m.impl("mse_loss", TORCH_FN(mlu_mse_loss));
   m.impl("mse_loss.out", TORCH_FN(mlu_mse_loss_out));
   m.impl("mse_loss_backward", TORCH_FN(mlu_mse_loss_backward));
