@@ -15,14 +15,6 @@
 // prod / mean (as torch's infer_dtype_from_optional) and must match for the others.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/native/Resize.h>
-#include <ATen/ops/abs.h>
-#include <ATen/ops/amax.h>
-#include <ATen/ops/add.h>
-#include <ATen/ops/sub.h>
-#include <ATen/ops/ones.h>
-#include <ATen/ops/zeros.h>
-#include <ATen/ops/mm.h>
 #include <ATen/ops/ne.h>
 #include <c10/core/ScalarType.h>
 #include <torch/library.h>
@@ -314,67 +306,6 @@ Tensor& all_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, Tensor& 
 }
 Tensor& any_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, Tensor& out) {
   return logical_reduce("aten::any.out", false, self, one_dim(self, dim, "aten::any.out"), keepdim, out);
-}
-
-// ---- cumsum: a scan as matrix products on the tensor unit ----------------------------------------
-
-// Prefix sums along the last dim of a dense fp32 [M, L] tensor, as GEMMs with an upper-triangular
-// ones matrix (y[:, j] = sum_{i <= j} x[:, i] = (x @ U)[:, j]): blocks of kScanBlock columns are
-// scanned by one [M * blocks, B] x [B, B] product, the blocks' totals are scanned recursively (a
-// 1/B-long problem) and their exclusive prefix is added back. MACs: M * L * B per level. Summation
-// order differs from a sequential scan (fp32 rounding differs by ulps, as CUDA's tree scan does).
-constexpr std::int64_t kScanBlock = 256;
-
-Tensor upper_ones(std::int64_t n, const c10::Device& device) {
-  return at::ones({n, n}, at::TensorOptions().device(device).dtype(at::kFloat)).triu();  // the triu kernel
-}
-
-Tensor scan_last_dim(const Tensor& x) {
-  const std::int64_t m = x.size(0), l = x.size(1);
-  if (l <= kScanBlock) return at::mm(x, upper_ones(l, x.device()));
-  const std::int64_t blocks = (l + kScanBlock - 1) / kScanBlock;
-  Tensor padded = x;
-  if (blocks * kScanBlock != l) {
-    padded = at::zeros({m, blocks * kScanBlock}, x.options());
-    padded.narrow(1, 0, l).copy_(x);
-  }
-  const Tensor within =
-      at::mm(padded.view({m * blocks, kScanBlock}), upper_ones(kScanBlock, x.device())).view({m, blocks, kScanBlock});
-  const Tensor totals = within.select(2, kScanBlock - 1).contiguous();  // [m, blocks]
-  const Tensor before = at::sub(scan_last_dim(totals), totals);          // exclusive prefix of the totals
-  return at::add(within, before.unsqueeze(2)).view({m, blocks * kScanBlock}).narrow(1, 0, l);
-}
-
-// torch.cumsum: floating inputs accumulate in fp32 (fp16 rounds once at the end); integral and bool
-// inputs give int64 (or `dtype`) and are computed in fp32, which is exact while every partial sum
-// stays below 2^24 in magnitude: L * max|x| is checked first (one host synchronisation), and a
-// larger bound raises NotImplementedError rather than returning rounded integers.
-Tensor& cumsum_out(const Tensor& self, std::int64_t dim, std::optional<ScalarType> dtype, Tensor& out) {
-  OpScope op("aten::cumsum.out", self);
-  const char* name = op.name();
-  check_on_device(out, op.device(), name, "out");
-  const std::int64_t d = one_dim(self, dim, name)[0];
-  const ScalarType in = self.scalar_type();
-  const ScalarType result = dtype.value_or(at::isIntegralType(in, /*includeBool=*/true) ? at::kLong : in);
-  TORCH_CHECK(out.scalar_type() == result, name, ": expected out of dtype ", result, ", got ", out.scalar_type());
-  TORCH_CHECK_NOT_IMPLEMENTED(in == at::kFloat || in == at::kHalf || at::isIntegralType(in, true), name,
-                              ": dtype ", in, " is not supported on device mlu");
-  at::native::resize_output(out, self.sizes());
-  if (self.numel() == 0) return out;
-  if (self.dim() == 0) {
-    out.copy_(self);
-    return out;
-  }
-  const std::int64_t l = self.size(d);
-  const Tensor moved = self.movedim(d, -1).to(at::kFloat).contiguous();  // [..., L] fp32
-  if (!at::isFloatingType(in)) {
-    const double bound = static_cast<double>(l) * at::amax(at::abs(moved)).item<double>();
-    TORCH_CHECK_NOT_IMPLEMENTED(bound < 16777216.0, name, ": integer partial sums may reach ", bound,
-                                " (L * max|x|), beyond 2^24, which the device's fp32 scan cannot hold exactly");
-  }
-  const Tensor scanned = scan_last_dim(moved.view({-1, l})).view(moved.sizes());
-  out.copy_(scanned.movedim(-1, d));  // converts to the result dtype (integers: exact, see above)
-  return out;
 }
 
 Tensor max_all(const Tensor& self) {
@@ -689,7 +620,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("amax.out", TORCH_FN(amax_out));
   m.impl("amin", TORCH_FN(amin));
   m.impl("amin.out", TORCH_FN(amin_out));
-  m.impl("cumsum.out", TORCH_FN(cumsum_out));
   m.impl("all.all_out", TORCH_FN(all_all_out));
   m.impl("any.all_out", TORCH_FN(any_all_out));
   m.impl("all.dims_out", TORCH_FN(all_dims_out));
