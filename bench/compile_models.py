@@ -5,11 +5,15 @@ transformers, and torchvision's resnet50), with both compile backends: "inductor
 default, the device's Inductor codegen) and "mlu" (the device's Dynamo backend with libmlu's
 hand-fused kernels). One inference forward each (torch_mlu.compile_compare): simulated kernel
 cycles, GDRAM bytes and kernel launches, eager and compiled, and compiled/eager ratios, all from
-one run; nothing is asserted.
+one run; nothing is asserted. The transformers blocks run their attention as
+--attention says: "sdpa" (transformers' default: torch.nn.functional.scaled_dot_product_attention,
+the device's fused attention kernel in eager and compiled graphs alike) or "eager" (the
+hand-written matmul, softmax, matmul, which Inductor's attention pattern pass may rewrite).
 
 Run from the source tree after building (the package from the build tree):
   PYTHONPATH=build/python MLUSIM_CONFIG_DIR=configs .venv/bin/python bench/compile_models.py
-      [--config mlu370-x4] [--models bert-128,gpt2,...] [--backends inductor,mlu] [--functional] [--json F]
+      [--config mlu370-x4] [--models bert-128,gpt2,...] [--backends inductor,mlu] [--attention sdpa|eager]
+      [--functional] [--json F]
 Timing-only by default (the same cycles, much faster; the outputs are not compared); --functional
 computes the numbers too and reports the largest |compiled - eager| of each.
 """
@@ -24,8 +28,8 @@ MODELS = ("bert-128", "bert-512", "gpt2", "llama", "resnet50")
 BACKENDS = ("inductor", "mlu")
 
 
-def build(name):
-    """(module in eval mode, example inputs) on the CPU."""
+def build(name, attention="sdpa"):
+    """(module in eval mode, example inputs) on the CPU; `attention`: transformers' attn_implementation."""
     import torch
 
     torch.manual_seed(0)
@@ -34,20 +38,20 @@ def build(name):
         from transformers.models.bert.modeling_bert import BertLayer
 
         seq = int(name.split("-")[1])
-        layer = BertLayer(BertConfig(attn_implementation="eager"))
+        layer = BertLayer(BertConfig(attn_implementation=attention))
         return layer.eval(), (torch.randn(1, seq, 768),)
     if name == "gpt2":
         from transformers import GPT2Config
         from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
-        block = GPT2Block(GPT2Config(attn_implementation="eager"))
+        block = GPT2Block(GPT2Config(attn_implementation=attention))
         return block.eval(), (torch.randn(1, 128, 768),)
     if name == "llama":
         from transformers import LlamaConfig
         from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
         cfg = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_attention_heads=16, num_key_value_heads=16,
-                          attn_implementation="eager")
+                          attn_implementation=attention)
 
         class Layer(torch.nn.Module):
             def __init__(self):
@@ -89,6 +93,8 @@ def main():
     ap.add_argument("--config", default="mlu370-x4", help="the preset to simulate (default mlu370-x4)")
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated subset of {','.join(MODELS)}")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated subset of inductor,mlu")
+    ap.add_argument("--attention", default="sdpa", choices=("sdpa", "eager"),
+                    help="transformers' attn_implementation for the transformer blocks (default sdpa)")
     ap.add_argument("--functional", action="store_true", help="compute results too and compare them (slower)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args()
@@ -108,11 +114,12 @@ def main():
 
     torch_mlu.load_config(args.config)
     torch_mlu.set_timing_only(not args.functional)
-    print(f"torch.compile on {args.config}, fp32 inference, {'functional' if args.functional else 'timing-only'}")
+    print(f"torch.compile on {args.config}, fp32 inference, {args.attention} attention, "
+          f"{'functional' if args.functional else 'timing-only'}")
     print(f"{'model':<10} {'backend':<9} {'metric':<16} {'eager':>14} {'compiled':>14} {'ratio':>7}")
     results = {}
     for name in models:
-        module, inputs = build(name)
+        module, inputs = build(name, args.attention)
         module = first_output(module).to("mlu")
         for backend in backends:
             torch._dynamo.reset()
