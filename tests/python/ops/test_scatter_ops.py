@@ -104,3 +104,24 @@ def test_index_put(dev):
     r = x.clone()
     r[mask] = -1.0
     same(y, r)
+
+
+def test_scatter_family_shares_torchs_argument_checks(dev):
+    """scatter / scatter_reduce / scatter_add run one checking function (ops/scatter_checks.h):
+    torch's dtype and shape rules with its messages, before any kernel."""
+    x = torch.zeros(3, 4).to(DEV)
+    big = torch.zeros(2, 5, dtype=torch.long).to(DEV)  # wider than src (and self) in dim 1
+    for fn in (lambda: x.scatter(0, big, torch.ones(2, 2).to(DEV)),
+               lambda: x.scatter_reduce(0, big, torch.ones(2, 2).to(DEV), "sum"),
+               lambda: x.scatter_add(0, big, torch.ones(2, 2).to(DEV))):
+        with pytest.raises(RuntimeError, match="to be smaller than self"):
+            fn()
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
+        x.scatter(0, torch.zeros(1, 1, dtype=torch.int16).to(DEV), 1.0)
+    with pytest.raises(RuntimeError, match="Expected self.dtype to be equal to src.dtype"):
+        x.scatter(0, torch.zeros(1, 1, dtype=torch.long).to(DEV), torch.ones(1, 1, dtype=torch.half).to(DEV))
+    with pytest.raises(RuntimeError, match="same number of dimensions as self"):
+        x.scatter(0, torch.zeros(2, dtype=torch.long).to(DEV), 1.0)
+    # a value scatter checks no src shape; an empty index checks no shapes at all
+    same(x.scatter(1, torch.tensor([[3], [0]]).to(DEV), 2.0), torch.zeros(3, 4).scatter(1, torch.tensor([[3], [0]]), 2.0))
+    same(x.scatter(0, torch.empty(0, 9, dtype=torch.long).to(DEV), torch.ones(1, 1).to(DEV)), torch.zeros(3, 4))

@@ -35,6 +35,7 @@
 #include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/index.h"
 #include "ops/op_support.h"
+#include "ops/scatter_checks.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -42,9 +43,6 @@ namespace {
 using at::IntArrayRef;
 using at::ScalarType;
 using at::Tensor;
-
-// 0-dim tensors are described as 1-d of one element (libmlu's index ops take dims >= 1).
-Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 
 std::string shape_str(IntArrayRef s) {
   std::ostringstream o;
@@ -106,9 +104,6 @@ Tensor& index_select_out(const Tensor& self, std::int64_t dim, const Tensor& ind
 
 // ---- gather -----------------------------------------------------------------------------------------
 
-std::int64_t nonempty_dim(const Tensor& t) { return std::max<std::int64_t>(t.dim(), 1); }
-std::int64_t nonempty_size(const Tensor& t, std::int64_t d) { return t.dim() == 0 ? 1 : t.size(d); }
-
 Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out, bool allocate) {
   const char* name = op.name();
   check_on_device(index, op.device(), name, "index");
@@ -152,24 +147,6 @@ Tensor& gather_out(const Tensor& self, std::int64_t dim, const Tensor& index, bo
 
 // ---- scatter_add ------------------------------------------------------------------------------------
 
-void scatter_checks(const char* name, const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
-              "scatter(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(src.scalar_type() == self.scalar_type(), "scatter(): Expected self.dtype to be equal to src.dtype");
-  if (index.numel() == 0) return;
-  TORCH_CHECK(nonempty_dim(self) == nonempty_dim(index),
-              "Index tensor must have the same number of dimensions as self tensor");
-  TORCH_CHECK(nonempty_dim(src) == nonempty_dim(index),
-              "Index tensor must have the same number of dimensions as src tensor");
-  bool ok = true;
-  for (std::int64_t d = 0; d < nonempty_dim(self); ++d) {
-    const std::int64_t i = nonempty_size(index, d);
-    ok = ok && i <= nonempty_size(src, d) && (d == dim || i <= nonempty_size(self, d));
-  }
-  TORCH_CHECK(ok, "Expected index ", shape_str(index.sizes()), " to be smaller than self ", shape_str(self.sizes()),
-              " apart from dimension ", dim, " and to be smaller size than src ", shape_str(src.sizes()));
-}
-
 void check_scatter_dtype(const Tensor& self, const char* name) {
   const ScalarType t = self.scalar_type();
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
@@ -196,7 +173,7 @@ Tensor scatter_add(const Tensor& self, std::int64_t dim, const Tensor& index, co
   check_on_device(index, op.device(), op.name(), "index");
   check_on_device(src, op.device(), op.name(), "src");
   dim = wrap_dim(dim, self.dim(), op.name());
-  scatter_checks(op.name(), self, dim, index, src);
+  check_scatter_args("scatter", self, dim, index, &src);
   check_scatter_dtype(self, op.name());
   Tensor out = empty_like_dense(self, self.sizes(), self.scalar_type());
   scatter_add_into(op, self, dim, index, src, out);
@@ -208,7 +185,7 @@ Tensor& scatter_add_(Tensor& self, std::int64_t dim, const Tensor& index, const 
   check_on_device(index, op.device(), op.name(), "index");
   check_on_device(src, op.device(), op.name(), "src");
   dim = wrap_dim(dim, self.dim(), op.name());
-  scatter_checks(op.name(), self, dim, index, src);
+  check_scatter_args("scatter", self, dim, index, &src);
   check_scatter_dtype(self, op.name());
   at::assert_no_internal_overlap(self);
   at::assert_no_overlap(self, index);
@@ -222,7 +199,7 @@ Tensor& scatter_add_out(const Tensor& self, std::int64_t dim, const Tensor& inde
   check_on_device(index, op.device(), op.name(), "index");
   check_on_device(src, op.device(), op.name(), "src");
   dim = wrap_dim(dim, self.dim(), op.name());
-  scatter_checks(op.name(), self, dim, index, src);
+  check_scatter_args("scatter", self, dim, index, &src);
   check_out_dtype(out, self.scalar_type(), op.name());
   check_scatter_dtype(self, op.name());
   prepare_out(out, op.device(), self.sizes(), op.name());

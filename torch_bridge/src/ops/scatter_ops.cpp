@@ -39,6 +39,7 @@
 
 #include "mlusim/mlu/index.h"
 #include "ops/op_support.h"
+#include "ops/scatter_checks.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -47,29 +48,30 @@ using at::Scalar;
 using at::Tensor;
 using mlu::ScatterReduce;
 
-Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
-
-// out = self.scatter(dim, index, src) with `reduce` (out may be self: in place). src may be a
-// 0-dim tensor (a value): broadcast over the index.
+// out = self.scatter(dim, index, src) with `reduce` (out may be self: in place).
 Tensor& scatter_into(OpScope& op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                      ScatterReduce reduce, Tensor& out) {
   const char* name = op.name();
   check_on_device(index, op.device(), name, "index");
   check_on_device(src, op.device(), name, "src");
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, name,
-              "(): Expected dtype int32/int64 for index");
-  TORCH_CHECK(src.scalar_type() == self.scalar_type(), name, "(): Expected self.dtype to be equal to src.dtype");
-  TORCH_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), name,
-              "(): Index tensor must have the same number of dimensions as self tensor");
   dim = wrap_dim(dim, self.dim(), name);
-  const Tensor s = as_1d(self), i = as_1d(index);
-  const Tensor v = src.dim() == 0 ? src.view(std::vector<int64_t>(static_cast<std::size_t>(s.dim()), 1)).expand(i.sizes())
-                                  : as_1d(src);
-  const Tensor o = as_1d(out);
+  check_scatter_args(name, self, dim, index, &src);
+  if (index.numel() == 0) {  // nothing lands: out = self (torch checks no shapes then)
+    if (!out.is_same(self)) copy_into(op, self, out);
+    return out;
+  }
+  const Tensor s = as_1d(self), i = as_1d(index), v = as_1d(src), o = as_1d(out);
   op.check(mlu::scatter(op.handle(), desc(s, name), s.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
                         desc(v, name), v.data_ptr(), reduce, desc(o, name), o.data_ptr()),
            "scatter");
   return out;
+}
+
+// A value (0-dim tensor) as a src of the index's shape: stride 0 in every dim (scatter.value,
+// index_fill, scatter_reduce's identities).
+Tensor value_over(const Tensor& value, const Tensor& index) {
+  const Tensor i = as_1d(index);
+  return value.view(std::vector<int64_t>(static_cast<std::size_t>(i.dim()), 1)).expand(i.sizes());
 }
 
 Tensor scatter_new(const char* name, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -105,10 +107,11 @@ Tensor& mlu_scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index
   return write_out(mlu_scatter_src(self, dim, index, src), out, "aten::scatter");
 }
 Tensor mlu_scatter_value(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_new("aten::scatter", self, dim, index, value_of(self, value), ScatterReduce::kNone);
+  return scatter_new("aten::scatter", self, dim, index, value_over(value_of(self, value), index), ScatterReduce::kNone);
 }
 Tensor& mlu_scatter_value_(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_inplace("aten::scatter_", self, dim, index, value_of(self, value), ScatterReduce::kNone);
+  return scatter_inplace("aten::scatter_", self, dim, index, value_over(value_of(self, value), index),
+                         ScatterReduce::kNone);
 }
 Tensor& mlu_scatter_value_out(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Tensor& out) {
   return write_out(mlu_scatter_value(self, dim, index, value), out, "aten::scatter");
@@ -126,11 +129,13 @@ Tensor& mlu_scatter_reduce_out(const Tensor& self, int64_t dim, const Tensor& in
 }
 Tensor mlu_scatter_value_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
                                 c10::string_view reduce) {
-  return scatter_new("aten::scatter", self, dim, index, value_of(self, value), reduce_of(reduce, "aten::scatter"));
+  return scatter_new("aten::scatter", self, dim, index, value_over(value_of(self, value), index),
+                     reduce_of(reduce, "aten::scatter"));
 }
 Tensor& mlu_scatter_value_reduce_(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
                                   c10::string_view reduce) {
-  return scatter_inplace("aten::scatter_", self, dim, index, value_of(self, value), reduce_of(reduce, "aten::scatter_"));
+  return scatter_inplace("aten::scatter_", self, dim, index, value_over(value_of(self, value), index),
+                         reduce_of(reduce, "aten::scatter_"));
 }
 Tensor& mlu_scatter_value_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
                                      c10::string_view reduce, Tensor& out) {
@@ -167,7 +172,7 @@ Tensor mlu_scatter_reduce_two(const Tensor& self, int64_t dim, const Tensor& ind
       identity = r == ScatterReduce::kMax ? lim.first : lim.second;  // int64 runs as int32 on the VFU
     }
     base = empty_on(op.device(), self.sizes(), self.scalar_type());
-    scatter_into(op, self, dim, index, value_of(self, identity), ScatterReduce::kNone, base);
+    scatter_into(op, self, dim, index, value_over(value_of(self, identity), index), ScatterReduce::kNone, base);
   }
   Tensor out = empty_on(op.device(), self.sizes(), self.scalar_type());
   scatter_into(op, base, dim, index, src, r, out);
@@ -228,7 +233,8 @@ Tensor& index_fill(const char* name, Tensor& self, int64_t dim, const Tensor& in
   const Tensor wrapped =
       run_elementwise_program({index.reshape({-1})}, "where(lt($0, 0), add($0, " + std::to_string(n) + "), $0)");
   const Tensor v = value.to(op.device(), self.scalar_type());
-  return scatter_into(op, self, dim, expand_index(wrapped, dim, sizes, name), v, ScatterReduce::kNone, self);
+  const Tensor idx = expand_index(wrapped, dim, sizes, name);
+  return scatter_into(op, self, dim, idx, value_over(v, idx), ScatterReduce::kNone, self);
 }
 Tensor& mlu_index_fill_scalar_(Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   return index_fill("aten::index_fill_", self, dim, index, value_of(self, value));
