@@ -127,3 +127,17 @@ def test_compiled_training_graphs_call_the_fused_kernels(backend):
     torch.testing.assert_close(out.detach().cpu().double(), ref.detach(), rtol=1e-4, atol=1e-5)
     for got, want in ((dq, q), (dk, k), (dv, v)):
         torch.testing.assert_close(got.grad.cpu().double(), want.grad, rtol=1e-4, atol=1e-4)
+
+
+def handwritten_attention(q, k, v):
+    return torch.matmul(q, k.transpose(-2, -1)).div(3.0).softmax(dim=-1).matmul(v)
+
+
+def test_inductor_rewrites_handwritten_attention_to_the_fused_kernel():
+    (q, k, v), (dq, dk, dv) = qkv((1, 4, 32, 16), (1, 4, 32, 16), seed=8)
+    with torch.no_grad(), inductor_config.patch(fx_graph_cache=False):
+        compiled = torch.compile(handwritten_attention)
+        compiled(dq, dk, dv)
+        out, names = kernels_of(compiled, dq, dk, dv)
+    assert FUSED_FORWARD in names and "softmax_forward" not in names, names
+    torch.testing.assert_close(out.cpu().double(), handwritten_attention(q, k, v).detach(), rtol=1e-4, atol=1e-5)

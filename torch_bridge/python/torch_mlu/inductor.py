@@ -289,6 +289,41 @@ def _device_seeds():
     _lower_on_device(lowering.lowerings[inductor_prims.seeds], seeds, on_mlu)
 
 
+def _attention_patterns_on_device():
+    """Inductor's attention pass (fx_passes/fuse_attention.py: matmul, scale, mask, softmax, matmul
+    -> scaled_dot_product_attention, which on mlu is the fused attention kernel) on mlu graphs. Its
+    precompiled patterns are traced with softmax decomposed; on mlu softmax stays whole
+    (_KEEP_WHOLE), so they never match there. The same patterns traced on mlu (the inference forms,
+    fp32; training graphs are not rewritten) join the same pass the first time a graph on mlu
+    has a softmax: tracing them takes several seconds, once per process, and only processes
+    that compile attention-like graphs pay it."""
+    from torch._inductor import compile_fx  # noqa: PLC0415
+    from torch._inductor.pattern_matcher import init_once_fakemode, register_replacement  # noqa: PLC0415
+
+    original = compile_fx.joint_graph_passes
+    if getattr(original, "_mlu_aware", False):
+        return
+
+    @init_once_fakemode
+    def register_patterns():
+        from torch._inductor.fx_passes.fuse_attention import _get_sfdp_patterns  # noqa: PLC0415
+
+        for key, kwargs in _get_sfdp_patterns(torch.device("mlu")):
+            if key.endswith("_inference") and "_half" not in key:
+                register_replacement(**kwargs)
+
+    softmax = (torch.ops.aten._softmax.default, torch.ops.aten.softmax.int)
+
+    def joint_graph_passes(graph, input_device=None, *args, **kwargs):
+        if input_device is not None and torch.device(input_device).type == "mlu" and any(
+                n.target in softmax for n in graph.graph.nodes):
+            register_patterns()
+        return original(graph, input_device, *args, **kwargs)
+
+    joint_graph_passes._mlu_aware = True
+    compile_fx.joint_graph_passes = joint_graph_passes
+
+
 def register():
     """Registers "mlu" with Dynamo's device interfaces and Inductor's codegen (idempotent)."""
     global _registered
@@ -315,6 +350,7 @@ def register():
     _device_seeds()
     _extern_on_device()
     _concat_kernels_on_device()
+    _attention_patterns_on_device()
     register_backend_for_device("mlu", MluScheduling, PythonWrapperCodegen,
                                 device_custom_pass=_device_pass())
     _registered = True
