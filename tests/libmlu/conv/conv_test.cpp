@@ -622,42 +622,51 @@ TEST_F(ConvTest, PresetWithoutAnFpTfu) {
 
 TEST_F(ConvTest, DmaBitFlipChangesTheResult) {
   // Each op's result must come out of the simulated memories: with one DMA's bit flipped (tried
-  // over several of the op's DMAs, as a low mantissa bit may round away) it differs.
-  const Case k = kCases[0];
-  auto x = make<float>(k.n, k.c, k.h, k.w, Format::kNchw, 11);
-  auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kNchw, 12);
-  auto y = make<float>(k.n, k.oc, k.h, k.w, Format::kNchw, 13);
-  const TensorDesc dx = desc_of(x), dw = desc_of(w), dy = desc_of(y);
-  void* px = to_device(x.data);
-  void* pw = to_device(w.data);
-  void* py = to_device(y.data);
-  std::size_t ws = 0;
-  ASSERT_EQ(get_conv2d_backward_data_workspace_size(&h(), k.p, dy, dw, dx, &ws), Status::kSuccess);
-  void* pws = workspace(std::max<std::size_t>(ws, 1 << 20));
-  const std::function<std::vector<float>()> ops[] = {
-      [&] {
-        EXPECT_EQ(conv2d_forward(&h(), k.p, dx, px, dw, pw, nullptr, nullptr, dy, py, pws, 1 << 20), Status::kSuccess);
-        return from_device<float>(py, y.data.size());
-      },
-      [&] {
-        EXPECT_EQ(conv2d_backward_data(&h(), k.p, dy, py, dw, pw, dx, px, pws, 1 << 20), Status::kSuccess);
-        return from_device<float>(px, x.data.size());
-      },
-      [&] {
-        EXPECT_EQ(conv2d_backward_weight(&h(), k.p, dx, px, dy, py, dw, pw, pws, 1 << 20), Status::kSuccess);
-        return from_device<float>(pw, w.data.size());
-      },
-  };
-  for (const auto& op : ops) {
-    const std::vector<float> clean = op();
-    int changed = 0;
-    for (unsigned long long n = 1; n <= 8; ++n) {
-      ASSERT_EQ(mlusimInjectDmaBitFlip(0, n), cnrtSuccess);
-      changed += op() != clean;
+  // over several of the op's DMAs, as a low mantissa bit may round away) it differs. NCHW runs
+  // the implicit GEMMs; channels_last the direct kernels, at stride 1 and 2.
+  const Case strided{2, 5, 9, 9, 7, 3, 3, params(1, 1, 2, 2, 1, 1, 1)};
+  for (const auto& kf : {std::pair{kCases[0], Format::kNchw}, std::pair{kCases[0], Format::kChannelsLast},
+                         std::pair{strided, Format::kChannelsLast}}) {
+    const Case& k = kf.first;
+    const Format f = kf.second;
+    SCOPED_TRACE(k.p.stride_h == 1 && f == Format::kNchw ? "nchw" : k.p.stride_h == 1 ? "channels_last" : "strided");
+    const std::int64_t oh = out_dim(k.h, k.kh, k.p.pad_h, k.p.stride_h, k.p.dilation_h);
+    const std::int64_t ow = out_dim(k.w, k.kw, k.p.pad_w, k.p.stride_w, k.p.dilation_w);
+    auto x = make<float>(k.n, k.c, k.h, k.w, f, 11);
+    auto w = make<float>(k.oc, k.c, k.kh, k.kw, f, 12);
+    auto y = make<float>(k.n, k.oc, oh, ow, f, 13);
+    const TensorDesc dx = desc_of(x), dw = desc_of(w), dy = desc_of(y);
+    void* px = to_device(x.data);
+    void* pw = to_device(w.data);
+    void* py = to_device(y.data);
+    std::size_t ws = 0;
+    ASSERT_EQ(get_conv2d_backward_data_workspace_size(&h(), k.p, dy, dw, dx, &ws), Status::kSuccess);
+    void* pws = workspace(std::max<std::size_t>(ws, 1 << 20));
+    const std::function<std::vector<float>()> ops[] = {
+        [&] {
+          EXPECT_EQ(conv2d_forward(&h(), k.p, dx, px, dw, pw, nullptr, nullptr, dy, py, pws, 1 << 20), Status::kSuccess);
+          return from_device<float>(py, y.data.size());
+        },
+        [&] {
+          EXPECT_EQ(conv2d_backward_data(&h(), k.p, dy, py, dw, pw, dx, px, pws, 1 << 20), Status::kSuccess);
+          return from_device<float>(px, x.data.size());
+        },
+        [&] {
+          EXPECT_EQ(conv2d_backward_weight(&h(), k.p, dx, px, dy, py, dw, pw, pws, 1 << 20), Status::kSuccess);
+          return from_device<float>(pw, w.data.size());
+        },
+    };
+    for (const auto& op : ops) {
+      const std::vector<float> clean = op();
+      int changed = 0;
+      for (unsigned long long n = 1; n <= 8; ++n) {
+        ASSERT_EQ(mlusimInjectDmaBitFlip(0, n), cnrtSuccess);
+        changed += op() != clean;
+      }
+      ASSERT_EQ(mlusimInjectDmaBitFlip(0, 0), cnrtSuccess);
+      EXPECT_GT(changed, 0);
+      EXPECT_EQ(op(), clean);
     }
-    ASSERT_EQ(mlusimInjectDmaBitFlip(0, 0), cnrtSuccess);
-    EXPECT_GT(changed, 0);
-    EXPECT_EQ(op(), clean);
   }
 }
 
