@@ -854,3 +854,26 @@ def test_functional_dropout(dev):
     assert not torch.equal(drop(x.to(dev)).cpu(), yc)
     drop.eval()
     close(drop(x.to(dev)), x)
+
+
+def test_native_group_norm_rounds_once_as_the_cpu(dev):
+    """group_norm's own kernel (fp32 statistics, y = x * a + b per (n, c) rounded once): fp16 equal
+    to the CPU's bit for bit (torch's composite over batch norm rounded twice), mean/rstd [N, G]."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 6, 5, 4, generator=g) * 4 + 1
+    w, b = torch.randn(6, generator=g), torch.randn(6, generator=g)
+    for dtype in (torch.float16, torch.float32):
+        xs, ws, bs = x.to(dtype), w.to(dtype), b.to(dtype)
+        got = torch.native_group_norm(xs.to(dev), ws.to(dev), bs.to(dev), 3, 6, 20, 3, 1e-5)
+        ref = torch.native_group_norm(xs, ws, bs, 3, 6, 20, 3, 1e-5)
+        exact = {"rtol": 0, "atol": 0} if dtype == torch.float16 else {"rtol": 1e-5, "atol": 1e-5}
+        torch.testing.assert_close(got[0].cpu(), ref[0], **exact)
+        for o, r in zip(got[1:], ref[1:]):
+            assert o.dtype == r.dtype and o.shape == (3, 3)
+            torch.testing.assert_close(o.cpu(), r, rtol=1e-3, atol=1e-3)
+    y = torch.nn.functional.group_norm(x.half().to(dev), 2)  # no affine
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.group_norm(x.half(), 2), rtol=0, atol=0)
+    mixed = torch.native_group_norm(x.half().to(dev), w.to(dev), b.to(dev), 3, 6, 20, 2, 1e-5)
+    assert mixed[0].dtype == torch.float16 and mixed[1].dtype == torch.float32
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        torch.nn.functional.group_norm(x.to(dev), 4)

@@ -6,6 +6,7 @@
 //   max_pool2d_with_indices, avg_pool2d,          pool.h     max/avg/adaptive_avg_pool2d_forward/backward
 //   _adaptive_avg_pool2d (+ backward)
 //   native_batch_norm / native_layer_norm         norm.h     batch_norm_*, layer_norm_*
+//   native_group_norm                             norm.h     layer_norm_forward (statistics) + one program
 //   native_dropout (+ backward), bernoulli_(p)    random.h   dropout_forward / dropout_backward
 //
 // Notes on torch 1.13's lowering for this device (neither CUDA nor XLA):
@@ -928,6 +929,58 @@ std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_layer_norm_out(const Tensor& in
   return std::forward_as_tuple(out0, out1, out2);
 }
 
+// native_group_norm (group_norm, and nn.GroupNorm through it): the mean and rstd of each (n, group)
+// from libmlu's layer norm kernel over the group's C / G * HxW elements (fp32 statistics), then
+// y = x * a[n, c] + b[n, c] with a = rstd * weight[c] and b = bias[c] - mean * a in fp32, rounded
+// once to x's dtype: what torch's CPU and CUDA kernels compute (GroupNormKernel: the scale and bias
+// per (n, c) in the accumulate type). torch's composite over batch norm, which this replaces, rounded
+// the normalized x to fp16 before the affine (up to 2 fp16 ulps off). mean and rstd are [N, group]
+// in the parameter dtype (x's, or float32 for fp16 x with fp32 weights), as on CPU and CUDA.
+std::tuple<Tensor, Tensor, Tensor> mlu_native_group_norm(const Tensor& input, const OptTensor& weight_opt,
+                                                         const OptTensor& bias_opt, c10::SymInt n_sym, c10::SymInt c_sym,
+                                                         c10::SymInt hxw_sym, int64_t group, double eps) {
+  OpScope op("aten::native_group_norm", input);
+  const char* name = op.name();
+  const Tensor *weight = opt(weight_opt), *bias = opt(bias_opt);
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__), c = c_sym.guard_int(__FILE__, __LINE__),
+                hxw = hxw_sym.guard_int(__FILE__, __LINE__);
+  check_on_device(input, op.device(), name, "input");
+  check_float(input, name, "input");
+  TORCH_CHECK(group > 0 && c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got "
+              "input of shape ", input.sizes(), " and num_groups=", group);
+  TORCH_CHECK(input.numel() == n * c * hxw, name, ": input ", input.sizes(), " does not hold N * C * HxW = ", n, " * ",
+              c, " * ", hxw, " elements");
+  for (const Tensor* t : {weight, bias})
+    if (t != nullptr)
+      TORCH_CHECK(t->numel() == c, "Expected weight and bias to be a vector of size equal to the number of channels "
+                  "in input, but got ", t->sizes(), " for ", c, " channels");
+  const bool mixed = weight != nullptr && weight->scalar_type() != input.scalar_type();
+  const ScalarType param = mixed ? weight->scalar_type() : input.scalar_type();
+  if (input.numel() == 0)
+    return std::make_tuple(empty_on(op.device(), input.sizes(), input.scalar_type()),
+                           empty_on(op.device(), {n, group}, param), empty_on(op.device(), {n, group}, param));
+  const int64_t per_group = c / group * hxw;
+  const Tensor x = input.contiguous().view({n * group, per_group});
+  const std::vector<int64_t> norm_shape = {per_group};
+  const LnShape s = layer_norm_check(op, x, norm_shape, nullptr, nullptr);
+  const ScalarType sdt = stat_dtype(input.scalar_type());
+  Tensor normalized = empty_on(op.device(), x.sizes(), x.scalar_type());  // unused: the kernel writes it
+  Tensor mean = empty_on(op.device(), s.stat_sizes, sdt), rstd = empty_on(op.device(), s.stat_sizes, sdt);
+  layer_norm_run(op, s, x, nullptr, nullptr, eps, normalized, mean, rstd);
+  // a, b per (n, c): [N, group, C / group] from the per-group statistics and the channel's affine.
+  const Tensor m = mean.view({n, group, 1}), r = rstd.view({n, group, 1});
+  const Tensor w = weight != nullptr ? weight->view({1, group, c / group}) : Tensor();
+  const Tensor b = bias != nullptr ? bias->view({1, group, c / group}) : Tensor();
+  const Tensor a = w.defined() ? run_elementwise_program({r, w}, "mul($0, cast($1, f32))")
+                               : r.expand({n, group, c / group});
+  const Tensor shift = b.defined() ? run_elementwise_program({b, m, a}, "sub(cast($0, f32), mul($1, $2))")
+                                   : run_elementwise_program({m, a}, "neg(mul($0, $1))");
+  Tensor y = run_elementwise_program({input.reshape({n, c, hxw}), a.reshape({n, c, 1}), shift.reshape({n, c, 1})},
+                                     "cast_like(add(mul(cast($0, f32), $1), $2), $0)")
+                 .view(input.sizes());
+  return std::make_tuple(y, mean.view({n, group}).to(param), rstd.view({n, group}).to(param));
+}
+
 LnShape layer_norm_backward_check(OpScope& op, const Tensor& grad_out, const Tensor& input,
                                   IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
                                   const Tensor* weight, const Tensor* bias) {
@@ -1200,6 +1253,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_native_batch_norm_legit_no_training", TORCH_FN(mlu_native_batch_norm_legit_no_training));
   m.impl("native_batch_norm_backward", TORCH_FN(mlu_native_batch_norm_backward));
   m.impl("native_batch_norm_backward.out", TORCH_FN(mlu_native_batch_norm_backward_out));
+  m.impl("native_group_norm", TORCH_FN(mlu_native_group_norm));
   m.impl("native_layer_norm", TORCH_FN(mlu_native_layer_norm));
   m.impl("native_layer_norm.out", TORCH_FN(mlu_native_layer_norm_out));
   m.impl("native_layer_norm_backward", TORCH_FN(mlu_native_layer_norm_backward));
