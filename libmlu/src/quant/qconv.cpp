@@ -3,22 +3,28 @@
 // Work: output tiles of `rh` whole output rows of one image by chunks of `nco` output channels,
 // ordered chunk-major and dealt to the tasks (BLOCK, one per core) in contiguous ranges, so a
 // task keeps a chunk's weights in WRAM across its tiles when the input channels fit one step.
-// Per tile and input-channel step (cc channels): the padded input rows [in_rows, W + 2 pad_w, cc]
-// go to NRAM, filled with x's zero point first (the quantized 0.0 of the padding) and the image's
-// rows copied in by one strided DMA; the chunk's weights [nco, KH, KW, cc] to WRAM; the TFU's int8
-// conv intrinsic accumulates [rh x OW, nco] in int32 (cycles: tfu_timing.h's formula on the int8
-// array). The requantization runs on the VFU over the tile with per-channel rows broadcast once
-// per chunk (scale x_scale * w_scale, the zero-point offset -x_zp * w_sum, the bias), and the
-// int8 tile is stored into y's [OH x OW, OC] rows.
+// A task walks its steps (tile, input-channel step of cc channels): the padded input rows
+// [in_rows, W + 2 pad_w, cc] of the next step go to the other of two NRAM slots (filled with x's
+// zero point first, the quantized 0.0 of the padding, then the image's rows by one asynchronous
+// strided DMA) while the TFU's int8 conv intrinsic accumulates the current step into an int32
+// [rh x OW, nco] tile (cycles: tfu_timing.h's formula on the int8 array); the chunk's weights
+// [nco, KH, KW, cc] are in WRAM. A tile's last step is requantized on the VFU (quant.h: int32
+// zero-point offsets, one cast, one multiply and one add per element with per-channel rows
+// broadcast once per chunk, relu as a lower bound, the saturating cast to int8) and stored
+// asynchronously into y's [OH x OW, OC] rows.
 //
-// Tiling (plan_qconv): nco = min(OC, 256) and cc = C, halved (cc first, down to 64) until the
-// weights fit WRAM; rh the most rows whose NRAM buffers fit; then rows and channels are halved
-// while there are fewer tiles than cores (more cores beat fuller intrinsics at these sizes).
+// Tiling (plan_qconv): candidates halve the output channels per chunk (from OC) and the rows per
+// tile (from OH); cc is C, halved until the chunk's weights fit WRAM. Each candidate whose NRAM
+// buffers fit is costed per core (the busiest task's tiles): TFU cycles of its intrinsics
+// (DeviceModel::matmul_cycles) against its input DMA (IO-DMA rate), plus its weight loads, its
+// VFU requantization passes and its stores, and no less than all tasks' DRAM bytes over the DRAM
+// bandwidth; the cheapest wins.
 #include <algorithm>
 #include <string>
 
 #include "common/error.h"
 #include "common/launch.h"
+#include "gemm/device_model.h"
 #include "mlusim/mlu/quant.h"
 #include "mlusim/sim/kernel_api.h"
 #include "quant/quant_checks.h"
@@ -32,6 +38,7 @@ namespace {
 
 std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 struct QConvJob {
   std::size_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 1, kw = 1, oh = 0, ow = 0;
@@ -39,13 +46,13 @@ struct QConvJob {
   std::uint64_t x = 0, wt = 0, y = 0;  // NHWC, [OC, KH, KW, C], NHWC (all dense)
   float x_scale = 1.0f;
   std::int64_t x_zp = 0, y_zp = 0;
-  double inv_y = 1.0;  // 1.0 / y_scale in double; the VFU rounds it to fp32 as quantize does
+  double inv_y = 1.0;  // 1.0 / y_scale in double; the VFU rounds it to fp32
   std::uint64_t w_scales = 0, w_sums = 0, bias = 0;  // 0: none (w_sums: x_zp == 0)
   bool relu = false;
   // Plan.
   std::size_t rh = 0, nco = 0, cc = 0;
-  std::size_t bands() const { return (oh + rh - 1) / rh; }
-  std::size_t chunks() const { return (oc + nco - 1) / nco; }
+  std::size_t bands() const { return ceil_div(oh, rh); }
+  std::size_t chunks() const { return ceil_div(oc, nco); }
   std::size_t tiles() const { return chunks() * n * bands(); }
   std::size_t in_rows(std::size_t rows) const { return (rows - 1) * sh + dh * (kh - 1) + 1; }
   std::size_t wp() const { return w + 2 * pw; }
@@ -54,7 +61,8 @@ struct QConvJob {
 // NRAM / WRAM bytes of a plan (each buffer rounded to 128 bytes, as dev::alloc does).
 std::size_t nram_bytes(const QConvJob& j, std::size_t rh, std::size_t nco, std::size_t cc) {
   const std::size_t p = rh * j.ow * nco;
-  std::size_t b = up128(j.in_rows(rh) * j.wp() * cc) + up128(p * 4) /*acc*/ + up128(p * 4) /*scale*/ + up128(p) /*out*/;
+  std::size_t b = 2 * up128(j.in_rows(rh) * j.wp() * cc) + up128(p * 4) /*acc*/ + up128(p * 4) /*scale*/ +
+                  up128(p) /*out*/;
   if (j.w_sums) b += up128(p * 4);
   if (j.bias) b += up128(p * 4);
   b += 3 * up128(nco * 4);  // per-chunk vectors
@@ -62,32 +70,48 @@ std::size_t nram_bytes(const QConvJob& j, std::size_t rh, std::size_t nco, std::
 }
 std::size_t wram_bytes(const QConvJob& j, std::size_t nco, std::size_t cc) { return up128(nco * j.kh * j.kw * cc); }
 
+// The planner's estimate of a tiling's cycles (see the header comment).
+double estimate(const QConvJob& j, const gemm::DeviceModel& d, std::size_t cores) {
+  const std::size_t tiles = j.tiles(), per = ceil_div(tiles, cores), steps = ceil_div(j.c, j.cc);
+  const std::size_t p = j.rh * j.ow, per_chunk = j.n * j.bands();
+  const double in_tile = static_cast<double>(j.in_rows(j.rh) * j.w * j.c);
+  const double w_chunk = static_cast<double>(j.nco * j.kh * j.kw * j.c);
+  const double w_loads = steps == 1 ? static_cast<double>(std::min(j.chunks(), ceil_div(per, per_chunk) + 1))
+                                    : static_cast<double>(per);
+  const double out_tile = static_cast<double>(p * j.nco);
+  const double tfu = static_cast<double>(per * steps) *
+                     static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.cc, j.nco));
+  const double in_dma = static_cast<double>(per) * in_tile / d.io_dma_bpc;
+  const double passes = 4.0 + (j.w_sums ? 1 : 0) + (j.bias ? 1 : 0) + (j.relu ? 1 : 0);
+  const double vfu = static_cast<double>(per) * passes * static_cast<double>(d.vfu_cycles_fp32(p * j.nco));
+  const double core = std::max(tfu, in_dma) + vfu + (w_loads * w_chunk + static_cast<double>(per) * out_tile) / d.io_dma_bpc;
+  const double dram = (static_cast<double>(tiles) * (in_tile + out_tile) +
+                       w_loads * w_chunk * static_cast<double>(std::min(tiles, cores))) / d.dram_bpc;
+  return std::max(core, dram);
+}
+
 bool plan_qconv(QConvJob& j, const Handle& h) {
-  const std::size_t nram = h.nram_bytes(), wram = h.wram_bytes();
-  std::size_t nco = std::min<std::size_t>(j.oc, 256), cc = j.c;
-  while (wram_bytes(j, nco, cc) > wram) {
-    if (cc > 64) cc = (cc + 1) / 2;
-    else if (nco > 1) nco = (nco + 1) / 2;
-    else return false;
-  }
-  for (;;) {
-    std::size_t rh = j.oh;
-    while (rh > 0 && nram_bytes(j, rh, nco, cc) > nram) --rh;
-    if (rh > 0) {
-      j.rh = rh, j.nco = nco, j.cc = cc;
-      break;
+  const std::size_t nram = h.nram_bytes(), wram = h.wram_bytes(), cores = h.total_cores();
+  const gemm::DeviceModel d = gemm::device_model(h, DType::kInt8);
+  double best = -1;
+  QConvJob cand = j, chosen = j;
+  for (std::size_t nco = j.oc;; nco = ceil_div(nco, 2)) {
+    std::size_t cc = j.c;
+    while (wram_bytes(j, nco, cc) > wram && cc > 16) cc = ceil_div(cc, 2);
+    if (wram_bytes(j, nco, cc) <= wram) {
+      for (std::size_t rh = j.oh;; rh = ceil_div(rh, 2)) {
+        if (nram_bytes(j, rh, nco, cc) <= nram) {
+          cand.rh = rh, cand.nco = nco, cand.cc = cc;
+          const double e = estimate(cand, d, cores);
+          if (best < 0 || e < best) best = e, chosen = cand;
+        }
+        if (rh == 1) break;
+      }
     }
-    if (cc > 16) cc = (cc + 1) / 2;
-    else if (nco > 1) nco = (nco + 1) / 2;
-    else return false;
+    if (nco == 1 || nco <= 16) break;
   }
-  // Spread over the cores: fewer rows per tile first, then fewer channels per chunk.
-  const std::size_t cores = h.total_cores();
-  while (j.tiles() < cores) {
-    if (j.rh > 1) j.rh = (j.rh + 1) / 2;
-    else if (j.nco > 32) j.nco = (j.nco + 1) / 2;
-    else break;
-  }
+  if (best < 0) return false;
+  j = chosen;
   return true;
 }
 
@@ -95,7 +119,8 @@ class QConvTask {
  public:
   explicit QConvTask(const QConvJob& j) : j_(j) {
     const std::size_t p = j.rh * j.ow * j.nco;
-    xin_ = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
+    xin_[0] = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
+    xin_[1] = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
     acc_ = alloc(Space::kNram, p * 4);
     scale_ = alloc(Space::kNram, p * 4);
     out_ = alloc(Space::kNram, p);
@@ -108,15 +133,52 @@ class QConvTask {
   }
 
   void run() {
-    const std::size_t tiles = j_.tiles(), per = (tiles + task_dim() - 1) / task_dim();
-    const std::size_t t0 = task_id() * per, t1 = std::min(tiles, t0 + per);
-    const std::size_t per_chunk = j_.n * j_.bands();
-    for (std::size_t t = t0; t < t1; ++t) tile(t / per_chunk, (t % per_chunk) / j_.bands(), t % j_.bands());
+    const std::size_t tiles = j_.tiles(), per = ceil_div(tiles, task_dim());
+    const std::size_t t0 = std::min(tiles, task_id() * per), t1 = std::min(tiles, t0 + per);
+    const std::size_t steps = ceil_div(j_.c, j_.cc), total = (t1 - t0) * steps;
+    if (total == 0) return;
+    load_input(step(t0, steps, 0), 0);
+    for (std::size_t s = 0; s < total; ++s) {
+      const Step st = step(t0, steps, s);
+      sync_io();  // this step's input (and the previous tile's store) landed
+      if (s + 1 < total) load_input(step(t0, steps, s + 1), (s + 1) % 2);
+      compute(st, s % 2);
+    }
+    sync_io();
   }
 
  private:
-  // Channel rows of chunk `ch` broadcast to the tile's rows: scale = x_scale * w_scale (fp32),
-  // offsets = -x_zp * w_sum (int32), bias (fp32).
+  struct Step {
+    std::size_t ch = 0, img = 0, band = 0, c0 = 0;
+    bool last = false;  // the tile's last input-channel step
+  };
+  Step step(std::size_t t0, std::size_t steps, std::size_t s) const {
+    const std::size_t t = t0 + s / steps, per_chunk = j_.n * j_.bands();
+    const std::size_t c0 = (s % steps) * j_.cc;
+    return {t / per_chunk, (t % per_chunk) / j_.bands(), t % j_.bands(), c0, s % steps + 1 == steps};
+  }
+  std::size_t rows_of(const Step& st) const { return std::min(j_.rh, j_.oh - st.band * j_.rh); }
+
+  // The step's padded input rows into slot `slot`: zero-point fill, then one asynchronous copy.
+  void load_input(const Step& st, std::size_t slot) {
+    const std::size_t cc = std::min(j_.cc, j_.c - st.c0), wp = j_.wp();
+    const std::size_t in_rows = j_.in_rows(rows_of(st));
+    const std::int64_t ih_first = i64(st.band * j_.rh * j_.sh) - i64(j_.ph);
+    const std::int64_t lo = std::max<std::int64_t>(0, ih_first), hi = std::min(i64(j_.h), ih_first + i64(in_rows));
+    const bool padded = j_.pw > 0 || lo > ih_first || hi < ih_first + i64(in_rows);
+    if (padded) vec_fill(DType::kInt8, xin_[slot], static_cast<double>(j_.x_zp), in_rows * wp * cc);
+    if (hi <= lo) return;
+    const Addr dst = xin_[slot].offset(((lo - ih_first) * i64(wp) + i64(j_.pw)) * i64(cc));
+    const Addr src{Space::kGdram, j_.x + ((st.img * j_.h + static_cast<std::size_t>(lo)) * j_.w) * j_.c + st.c0};
+    const std::size_t valid = static_cast<std::size_t>(hi - lo);
+    const CopyShape shape = cc == j_.c ? CopyShape{j_.w * cc, valid, i64(wp * cc), i64(j_.w * j_.c)}
+                                       : CopyShape{cc, j_.w, i64(cc), i64(j_.c), valid, i64(wp * cc), i64(j_.w * j_.c)};
+    memcpy_strided_async(dst, src, shape, Dir::kGdram2Nram);
+  }
+
+  // Per-channel rows of chunk `ch` broadcast to the tile's rows (quant.h's requantization):
+  // scale m = (x_scale * w_scale) * inv_y, shift c = bias * inv_y + y_zp (fp32), offsets
+  // -x_zp * w_sum (int32).
   void prepare_chunk(std::size_t ch, std::size_t oc0, std::size_t nco) {
     if (ch == vectors_of_) return;
     const std::size_t rows = j_.rh * j_.ow;
@@ -128,6 +190,7 @@ class QConvTask {
     };
     memcpy(vec_[0], Addr{Space::kGdram, j_.w_scales + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
     vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, vec_[0], vec_[0], j_.x_scale, nco);
+    vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, vec_[0], vec_[0], j_.inv_y, nco);
     broadcast(scale_, vec_[0]);
     if (j_.w_sums) {
       memcpy(vec_[1], Addr{Space::kGdram, j_.w_sums + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
@@ -136,70 +199,54 @@ class QConvTask {
     }
     if (j_.bias) {
       memcpy(vec_[2], Addr{Space::kGdram, j_.bias + oc0 * 4}, nco * 4, Dir::kGdram2Nram);
+      vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, vec_[2], vec_[2], j_.inv_y, nco);
+      vec_binary_scalar(VecBinaryOp::kAdd, DType::kFloat32, vec_[2], vec_[2], static_cast<double>(j_.y_zp), nco);
       broadcast(bias_, vec_[2]);
     }
-    vectors_of_ = ch;
+    // A narrower last chunk has rows of its own pitch: rebuild for the next chunk.
+    vectors_of_ = nco == j_.nco ? ch : kNone;
   }
 
-  void tile(std::size_t ch, std::size_t img, std::size_t band) {
-    const std::size_t oc0 = ch * j_.nco, nco = std::min(j_.nco, j_.oc - oc0);
-    const std::size_t oh0 = band * j_.rh, rows = std::min(j_.rh, j_.oh - oh0), in_rows = j_.in_rows(rows);
-    const std::size_t wp = j_.wp(), p = rows * j_.ow, n = p * nco;
-    const std::int64_t ih_first = i64(oh0 * j_.sh) - i64(j_.ph);
-    const std::int64_t lo = std::max<std::int64_t>(0, ih_first), hi = std::min(i64(j_.h), ih_first + i64(in_rows));
-    for (std::size_t c0 = 0; c0 < j_.c; c0 += j_.cc) {
-      const std::size_t cc = std::min(j_.cc, j_.c - c0);
-      // Input rows, padded with the zero point.
-      vec_fill(DType::kInt8, xin_, static_cast<double>(j_.x_zp), in_rows * wp * cc);
-      if (hi > lo) {
-        const Addr dst = xin_.offset(((lo - ih_first) * i64(wp) + i64(j_.pw)) * i64(cc));
-        const Addr src{Space::kGdram, j_.x + ((img * j_.h + static_cast<std::size_t>(lo)) * j_.w) * j_.c + c0};
-        const std::size_t valid = static_cast<std::size_t>(hi - lo);
-        const CopyShape shape =
-            cc == j_.c ? CopyShape{j_.w * cc, valid, i64(wp * cc), i64(j_.w * j_.c)}
-                       : CopyShape{cc, j_.w, i64(cc), i64(j_.c), valid, i64(wp * cc), i64(j_.w * j_.c)};
-        memcpy_strided(dst, src, shape, Dir::kGdram2Nram);
-      }
-      // The chunk's weights (kept when the same chunk and channels are already in WRAM).
-      if (!(cc == j_.c && weights_of_ == ch)) {
-        const Addr src{Space::kGdram, j_.wt + oc0 * j_.kh * j_.kw * j_.c + c0};
-        const std::size_t taps = nco * j_.kh * j_.kw;
-        if (cc == j_.c)
-          memcpy(wt_, src, taps * cc, Dir::kGdram2Wram);
-        else
-          memcpy_strided(wt_, src, CopyShape{cc, taps, i64(cc), i64(j_.c)}, Dir::kGdram2Wram);
-        weights_of_ = cc == j_.c ? ch : kNone;
-      }
-      dev::ConvParams prm;
-      prm.in_h = in_rows, prm.in_w = wp, prm.in_c = cc, prm.out_c = nco, prm.k_h = j_.kh, prm.k_w = j_.kw;
-      prm.stride_h = j_.sh, prm.stride_w = j_.sw, prm.dilation_h = j_.dh, prm.dilation_w = j_.dw;
-      conv2d(DType::kInt8, DType::kInt32, acc_, xin_, wt_, prm, c0 > 0);
+  void compute(const Step& st, std::size_t slot) {
+    const std::size_t oc0 = st.ch * j_.nco, nco = std::min(j_.nco, j_.oc - oc0);
+    const std::size_t rows = rows_of(st), cc = std::min(j_.cc, j_.c - st.c0);
+    // The chunk's weights (kept while the same chunk and all channels are in WRAM).
+    if (!(cc == j_.c && weights_of_ == st.ch)) {
+      const Addr src{Space::kGdram, j_.wt + oc0 * j_.kh * j_.kw * j_.c + st.c0};
+      const std::size_t taps = nco * j_.kh * j_.kw;
+      if (cc == j_.c)
+        memcpy(wt_, src, taps * cc, Dir::kGdram2Wram);
+      else
+        memcpy_strided(wt_, src, CopyShape{cc, taps, i64(cc), i64(j_.c)}, Dir::kGdram2Wram);
+      weights_of_ = cc == j_.c ? st.ch : kNone;
     }
-    // Requantization (quant.h): int32 offsets, fp32 scale and bias, relu, quantize to y.
-    if (nco != j_.nco) vectors_of_ = kNone;  // a narrower last chunk: rows of its own pitch
-    prepare_chunk(ch, oc0, nco);
-    if (nco != j_.nco) vectors_of_ = kNone;
+    dev::ConvParams prm;
+    prm.in_h = j_.in_rows(rows), prm.in_w = j_.wp(), prm.in_c = cc, prm.out_c = nco, prm.k_h = j_.kh, prm.k_w = j_.kw;
+    prm.stride_h = j_.sh, prm.stride_w = j_.sw, prm.dilation_h = j_.dh, prm.dilation_w = j_.dw;
+    conv2d(DType::kInt8, DType::kInt32, acc_, xin_[slot], wt_, prm, st.c0 > 0);
+    if (!st.last) return;
+    // Requantization (quant.h).
+    const std::size_t p = rows * j_.ow, n = p * nco;
+    prepare_chunk(st.ch, oc0, nco);
     if (j_.w_sums) vec_binary(VecBinaryOp::kAdd, DType::kInt32, acc_, acc_, offs_, n);
     vec_cast(DType::kFloat32, acc_, DType::kInt32, acc_, n);
     vec_binary(VecBinaryOp::kMul, DType::kFloat32, acc_, acc_, scale_, n);
-    if (j_.bias) vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc_, acc_, bias_, n);
-    if (j_.relu) vec_unary(sim::VecUnaryOp::kRelu, DType::kFloat32, acc_, acc_, n);
-    vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, acc_, acc_, j_.inv_y, n);
-    vec_cast(DType::kInt32, acc_, DType::kFloat32, acc_, n);
-    vec_binary_scalar(VecBinaryOp::kMax, DType::kInt32, acc_, acc_, static_cast<double>(-128 - j_.y_zp), n);
-    vec_binary_scalar(VecBinaryOp::kMin, DType::kInt32, acc_, acc_, static_cast<double>(127 - j_.y_zp), n);
-    vec_binary_scalar(VecBinaryOp::kAdd, DType::kInt32, acc_, acc_, static_cast<double>(j_.y_zp), n);
-    vec_cast(DType::kInt8, out_, DType::kInt32, acc_, n);
-    const Addr dst{Space::kGdram, j_.y + ((img * j_.oh + oh0) * j_.ow) * j_.oc + oc0};
-    if (nco == j_.oc)
-      memcpy(dst, out_, n, Dir::kNram2Gdram);
+    if (j_.bias)
+      vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc_, acc_, bias_, n);
     else
-      memcpy_strided(dst, out_, CopyShape{nco, p, i64(j_.oc), i64(nco)}, Dir::kNram2Gdram);
+      vec_binary_scalar(VecBinaryOp::kAdd, DType::kFloat32, acc_, acc_, static_cast<double>(j_.y_zp), n);
+    if (j_.relu) vec_binary_scalar(VecBinaryOp::kMax, DType::kFloat32, acc_, acc_, static_cast<double>(j_.y_zp), n);
+    vec_cast(DType::kInt8, out_, DType::kFloat32, acc_, n);  // round half to even, saturating to [-128, 127]
+    const Addr dst{Space::kGdram, j_.y + ((st.img * j_.oh + st.band * j_.rh) * j_.ow) * j_.oc + oc0};
+    if (nco == j_.oc)
+      memcpy_async(dst, out_, n, Dir::kNram2Gdram);
+    else
+      memcpy_strided_async(dst, out_, CopyShape{nco, p, i64(j_.oc), i64(nco)}, Dir::kNram2Gdram);
   }
 
   static constexpr std::size_t kNone = ~std::size_t{0};
   const QConvJob& j_;
-  Addr xin_, acc_, scale_, out_, offs_, bias_, vec_[3], wt_;
+  Addr xin_[2], acc_, scale_, out_, offs_, bias_, vec_[3], wt_;
   std::size_t weights_of_ = kNone, vectors_of_ = kNone;
 };
 

@@ -251,6 +251,23 @@ def _relu_node(node):
         (node.op == "call_method" and node.target == "relu")
 
 
+def _is_max_pool(gm, node):
+    if node.op == "call_module":
+        return isinstance(gm.get_submodule(node.target), nn.MaxPool2d)
+    return node.op == "call_function" and node.target in (F.max_pool2d, torch.max_pool2d)
+
+
+def _pool_inputs_contiguous(gm):
+    """The int8 convolutions return channels_last tensors; the device's max pool is several times
+    faster on contiguous (NCHW) fp32 input (measured on resnet18: 256 k vs 36 k cycles at 112x112,
+    batch 4). So an int8 tensor that is dequantized for a max pool is made contiguous first, in
+    int8 (a quarter of the bytes of doing it after the dequantize)."""
+    for node in list(gm.graph.nodes):
+        if _is(node, _qd.dequantize_per_tensor.default) and any(_is_max_pool(gm, u) for u in node.users):
+            with gm.graph.inserting_before(node):
+                node.args = (gm.graph.call_method("contiguous", (node.args[0],)),) + tuple(node.args[1:])
+
+
 def lower_graph(gm):
     """The pass of step 4 over one converted GraphModule (in place). Returns the number of
     conv/linear layers turned into int8 device modules."""
@@ -291,6 +308,7 @@ def lower_graph(gm):
         if not dq.users:
             graph.erase_node(dq)
         fused += 1
+    _pool_inputs_contiguous(gm)
     graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()
     gm.recompile()

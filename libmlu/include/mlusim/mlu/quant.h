@@ -14,8 +14,12 @@
 //               acc[p, oc] = sum over taps and channels of x_q * w_q          (int32, on the TFU)
 //                          - x_zp * w_sum[oc]                                   (int32; w_sum from
 //                            int8_weight_sums, the weight's sum over all but dim 0)
-//               v = fp32(acc) * fp32(x_scale * w_scale[oc]) (+ bias[oc], fp32) (relu: max(v, 0))
-//               y_q = quantize(v) with y's (scale, zero point), per tensor, qmin/qmax -128/127.
+//               m[oc] = (x_scale * w_scale[oc]) * inv, c[oc] = bias[oc] * inv + y_zp (or y_zp),
+//               inv = fp32(1.0 / y_scale) (reciprocal in double), all fp32, per output channel
+//               v = fp32(acc) * m[oc] + c[oc]         (relu: v = max(v, y_zp))
+//               y_q = rne(v) saturated to int8: y's quantize with the scale, bias and zero point
+//               folded into one multiply-add (no bias add, no clamp, no zero-point add passes);
+//               it may differ by one step from the unfolded order at exact rounding ties.
 //               The padding of the convolution is x's zero point (the quantized 0.0), as in
 //               dequantize -> zero-padded fp32 convolution -> quantize.
 //
@@ -35,8 +39,9 @@
 // qlinear one int8 direct-convolution kernel (qlinear is a 1x1 convolution over an [1, M, 1, K]
 // image): each task takes output tiles of whole output rows by a chunk of output channels, stages
 // the padded input rows (filled with x's zero point) in NRAM and the chunk's weights in WRAM, runs
-// the TFU's int8 conv intrinsic over input-channel chunks (int32 accumulation), requantizes on the
-// VFU and stores int8. Records MACs (the convolution's) and the bytes of every operand once.
+// the TFU's int8 conv intrinsic over input-channel chunks (int32 accumulation; the next chunk's
+// input loads while it runs), requantizes on the VFU and stores int8; tiles picked by a cost
+// estimate (qconv.cpp). Records MACs (the convolution's) and the bytes of every operand once.
 // Asynchronous on the handle's queue.
 #pragma once
 
