@@ -63,6 +63,12 @@ CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t
   return b;
 }
 
+// Bytes of one SRAM slot of a shared input tile: [ni][block rows][W][cb].
+std::size_t sram_slot_bytes(const WeightGradConv& c, const Geometry& g, std::size_t cb, std::size_t rh,
+                            std::size_t ni) {
+  return up128(ni * g.block_rows(c, rh, ni) * c.w * cb * g.es);
+}
+
 // ---- the kernel ----
 
 class WeightGradRun {
@@ -73,9 +79,22 @@ class WeightGradRun {
     const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.rh, p_.ni);
     // SRAM first, in the same order on every participant: the cores' partial sums (s > 1).
     if (p_.s > 1) parts_ = alloc(Space::kSram, core_dim() * b.acc);
-    if (is_memory_core()) {  // takes part in the reduction barriers only
-      for (std::size_t r = 0; r < p_.rounds; ++r)
+    if (p_.shared)
+      for (Addr& a : xsram_) a = alloc(Space::kSram, sram_slot_bytes(c_, g_, p_.cb, p_.rh, p_.ni));
+    const std::size_t cores = p_.clusters * core_dim();
+    if (is_memory_core()) {  // stages shared input tiles; takes part in the reduction barriers
+      const std::size_t first = (task_id() / core_dim()) * core_dim();
+      for (std::size_t r = 0; r < p_.rounds; ++r) {
         if (p_.s > 1) sync_cluster(), sync_cluster();
+        if (!p_.shared || r * cores + first >= p_.jobs) continue;
+        const Job j = job(r * cores + first);
+        for (std::size_t t = 0; t < j.tiles.size; ++t) {
+          stage_x(j, tile(j.tiles.begin + t), xsram_[t % 2]);
+          sync_io();
+          sync_cluster();  // tile t is in SRAM; every core is done copying tile t - 1
+        }
+        sync_cluster();  // the cores are done with the job's SRAM
+      }
       return;
     }
     acc_ = alloc(Space::kNram, b.acc);
@@ -86,13 +105,13 @@ class WeightGradRun {
     for (Addr& a : xt_) a = alloc(Space::kWram, b.xt);
     xslot_ = b.xslot, acc_bytes_ = b.acc;
     const std::size_t core = (task_id() / core_dim()) * core_dim() + core_id();
-    const std::size_t cores = p_.clusters * core_dim();
     for (std::size_t r = 0; r < p_.rounds; ++r) {
       const std::size_t k = r * cores + core;
       Job j;
       if (k < p_.jobs) {
         j = job(k);
         accumulate(j);
+        if (p_.shared) sync_cluster();  // done with the job's SRAM
       }
       if (p_.s == 1) {
         if (k < p_.jobs) store_rows(j, acc_, 0, g_.taps * j.on, true);
@@ -117,8 +136,10 @@ class WeightGradRun {
     Job j;
     const std::size_t b = k / p_.s;
     j.part = k % p_.s;
-    j.o0 = (b / p_.ncb) * p_.ocb, j.on = std::min(p_.ocb, c_.oc - j.o0);
-    j.c0 = (b % p_.ncb) * p_.cb, j.cn = std::min(p_.cb, c_.c - j.c0);
+    // Shared input tiles: consecutive blocks (a cluster's cores) differ in output channels only.
+    const std::size_t ob = p_.shared ? b % p_.nob : b / p_.ncb, cbi = p_.shared ? b / p_.nob : b % p_.ncb;
+    j.o0 = ob * p_.ocb, j.on = std::min(p_.ocb, c_.oc - j.o0);
+    j.c0 = cbi * p_.cb, j.cn = std::min(p_.cb, c_.c - j.c0);
     j.tiles = split_units(p_.tiles, p_.s, 1, j.part);
     return j;
   }
@@ -139,7 +160,9 @@ class WeightGradRun {
 
   // Piece `piece` of `pieces` of tile t's input rows (channels [c0, c0 + cn)) into an NRAM slot
   // laid out [ni][block rows][Wp][cn]; rows outside the image are zero-filled.
-  void load_x(const Job& j, const Tile& t, Addr slot, std::size_t piece, std::size_t pieces) const {
+  // With `shared`, the rows come from the memory core's SRAM copy of the tile (stage_x).
+  void load_x(const Job& j, const Tile& t, Addr slot, std::size_t piece, std::size_t pieces,
+              const Addr* staged = nullptr) const {
     const std::size_t bh = g_.in_h(c_, t.rows), row_bytes = g_.wp * j.cn * g_.es;
     const Span mine = split_units(t.ni * bh, pieces, 1, piece);
     for (std::size_t i = 0; i < t.ni; ++i) {
@@ -159,6 +182,12 @@ class WeightGradRun {
       if (hi == lo || g_.count == 0) continue;
       const std::size_t rows = static_cast<std::size_t>(hi - lo);
       const Addr dst = blk.offset(lo * i64(row_bytes) + c_.pad_w * i64(j.cn * g_.es));
+      if (staged) {  // SRAM rows [i][block row][W][cn]
+        const std::size_t sram_row = c_.w * j.cn * g_.es;
+        memcpy_strided_async(dst, staged->offset(i64((i * bh + static_cast<std::size_t>(lo)) * sram_row)),
+                             CopyShape{g_.count * j.cn * g_.es, rows, i64(row_bytes), i64(sram_row)}, Dir::kSram2Nram);
+        continue;
+      }
       const std::int64_t src_el = i64(t.n + i) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(j.c0);
       const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
       const std::size_t run = j.cn * g_.es;
@@ -168,6 +197,29 @@ class WeightGradRun {
       else
         s = CopyShape{run, g_.count, i64(run), c_.xs_w * i64(g_.es), rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
       memcpy_strided_async(dst, src, s, Dir::kGdram2Nram);
+    }
+  }
+
+  // Memory core: tile t's input rows inside the image (channels [c0, c0 + cn)) into an SRAM slot
+  // laid out [ni][block rows][W][cn].
+  void stage_x(const Job& j, const Tile& t, Addr slot) const {
+    const std::size_t bh = g_.in_h(c_, t.rows), sram_row = c_.w * j.cn * g_.es, run = j.cn * g_.es;
+    if (g_.count == 0) return;
+    for (std::size_t i = 0; i < t.ni; ++i) {
+      const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;
+      const std::int64_t lo = std::clamp<std::int64_t>(-iy0, 0, i64(bh));
+      const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(bh));
+      if (hi == lo) continue;
+      const std::size_t rows = static_cast<std::size_t>(hi - lo);
+      const Addr dst = slot.offset(i64((i * bh + static_cast<std::size_t>(lo)) * sram_row));
+      const std::int64_t src_el = i64(t.n + i) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(j.c0);
+      const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
+      CopyShape s;
+      if (c_.xs_w == i64(j.cn) || g_.count == 1)
+        s = CopyShape{g_.count * run, rows, i64(sram_row), c_.xs_h * i64(g_.es)};
+      else
+        s = CopyShape{run, g_.count, i64(run), c_.xs_w * i64(g_.es), rows, i64(sram_row), c_.xs_h * i64(g_.es)};
+      memcpy_strided_async(dst, src, s, Dir::kGdram2Sram);
     }
   }
 
@@ -224,7 +276,8 @@ class WeightGradRun {
     }
     const std::size_t taps = g_.taps, pieces = std::max<std::size_t>(1, taps - 1);
     Tile t = tile(j.tiles.begin);
-    load_x(j, t, xs_[0], 0, 1);
+    if (p_.shared) sync_cluster();  // tile 0 is in SRAM
+    load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
     load_dy(j, t);
     sync_io();
     copy_tap(j, t, xs_[0], 0, xt_[0]);
@@ -238,8 +291,10 @@ class WeightGradRun {
       // dYt[on, P] = I x dY^T; dY's WRAM slot is free afterwards.
       matmul(c_.dtype, c_.dtype, dyt_, ident_, dyw_, j.on, j.on, px, true, false);
       if (more) load_dy(j, nt);
+      if (more && p_.shared) sync_cluster();  // tile i + 1 is in SRAM (and tile i copied out by all)
+      const Addr* staged = p_.shared ? &xsram_[(i + 1) % 2] : nullptr;
       for (std::size_t tap = 0; tap < taps; ++tap, ++step) {
-        if (more && tap < pieces) load_x(j, nt, xs_next, tap, pieces);
+        if (more && tap < pieces) load_x(j, nt, xs_next, tap, pieces, staged);
         if (tap + 1 < taps) {
           copy_tap(j, t, xs, tap + 1, xt_[(step + 1) % 2]);
         } else if (more) {
@@ -301,14 +356,14 @@ class WeightGradRun {
   const WeightGradConv& c_;
   const WeightGradPlan& p_;
   const Geometry g_;
-  Addr parts_, acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
+  Addr parts_, xsram_[2], acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
   std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;
 };
 
 }  // namespace
 
 std::string WeightGradPlan::str() const {
-  return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " s=" + std::to_string(s) +
+  return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " s=" + std::to_string(s) + (shared ? " shared" : "") +
          " rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " jobs=" + std::to_string(jobs) +
          " rounds=" + std::to_string(rounds) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
@@ -375,33 +430,48 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const double mm = static_cast<double>(d.matmul_cycles(ocb, p, cb));
         const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
         const double copy = d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
-        const double load_bytes =
-            static_cast<double>(ni * g.in_h(c, rh) * g.count * cb + p * ocb) * es;
-        const double load =
-            d.io_latency_cycles + std::max(load_bytes / d.io_dma_bpc, load_bytes * static_cast<double>(all) / d.dram_bpc);
-        const double tile = tr + std::max(static_cast<double>(g.taps) * std::max(mm, copy), load);
+        const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
+        const double dy_tile = static_cast<double>(p * ocb) * es;
+        // A tile's loads from DRAM at the IO-DMA rate or the core's share of DRAM (all cores load).
+        auto io = [&](double bytes) {
+          return d.io_latency_cycles + std::max(bytes / d.io_dma_bpc, bytes * static_cast<double>(all) / d.dram_bpc);
+        };
         const double store = d.io_latency_cycles + acc / 4 * es / d.io_dma_bpc;
         const double halo = std::max(1.0, static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h));
-        const double dram_bytes = static_cast<double>(nob) * x_bytes * halo + static_cast<double>(ncb) * dy_bytes + dw_bytes;
-        for (std::size_t s = 1; s <= cores && s <= tiles; s *= 2) {
-          if (cores % s != 0) continue;
-          const std::size_t jobs = nob * ncb * s;
-          if (s > 1 && cores * b.acc > d.sram_bytes) continue;
-          const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
-          const std::size_t rounds = ceil_div(jobs, clusters * cores);
-          const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +
-                                         static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
-                                             static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
-                                   : 0.0;
-          const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + store / static_cast<double>(s);
-          const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
-          if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
-              (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
-            best.ocb = ocb, best.cb = cb, best.s = s, best.rh = rh, best.ni = ni;
-            best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
-            best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+        for (std::size_t s = 1; s <= cores && s <= tiles; s *= 2)
+          for (int shared = 0; shared < 2; ++shared) {
+            if (cores % s != 0) continue;
+            if (shared && (s > 1 || cores == 1 || nob % cores != 0 ||
+                           2 * sram_slot_bytes(c, g, cb, rh, ni) > d.sram_bytes))
+              continue;
+            const std::size_t jobs = nob * ncb * s;
+            if (s > 1 && cores * b.acc > d.sram_bytes) continue;
+            const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
+            const std::size_t rounds = ceil_div(jobs, clusters * cores);
+            double load = io(x_tile + dy_tile);
+            if (shared) {
+              const double sram_copy = d.move_latency_cycles + std::max(x_tile / d.move_dma_bpc,
+                                                                        x_tile * static_cast<double>(cores + 1) / d.sram_bpc);
+              const double stage = d.io_latency_cycles + std::max(x_tile / d.memcore_dma_bpc,
+                                                                  x_tile * static_cast<double>(clusters) / d.dram_bpc);
+              load = std::max({io(dy_tile), sram_copy, stage});
+            }
+            const double tile = tr + std::max(static_cast<double>(g.taps) * std::max(mm, copy), load);
+            const double x_reads = shared ? static_cast<double>(nob / cores) : static_cast<double>(nob);
+            const double dram_bytes = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes + dw_bytes;
+            const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +
+                                           static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
+                                               static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
+                                     : 0.0;
+            const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + store / static_cast<double>(s);
+            const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
+            if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
+                (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
+              best.ocb = ocb, best.cb = cb, best.s = s, best.rh = rh, best.ni = ni, best.shared = shared != 0;
+              best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
+              best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
+            }
           }
-        }
       }
     }
   return best;

@@ -21,7 +21,9 @@
 //     accumulates acc[tap][ocb, cb] (fp32, NRAM) += dYt[ocb, P] x X_t[P, cb] on the TFU:
 //     M = ocb (array rows), K = P (streamed), N = cb (array columns).
 // The next tap's window copy and the next tile's loads (spread over the tile's taps, one piece per
-// tap) run while the TFU computes; the core syncs once per tap. After its tiles, a core with
+// tap) run while the TFU computes; the core syncs once per tap. With `shared` input tiles the
+// memory core stages tile t + 1 in SRAM (double-buffered; one cluster barrier per tile, passed
+// at the first tap of tile t) and the cores copy it into NRAM from there. After its tiles, a core with
 // s > 1 writes its partial sums to SRAM; after a cluster barrier each of the s cores adds the
 // others' partials for 1/s of the block's rows (VFU) and stores them, rounded to the dtype.
 //
@@ -32,8 +34,10 @@
 //     rate, load = the tile's x and dY bytes at the IO-DMA rate or the core's share of DRAM;
 //   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
 //     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + store;
-//   DRAM bytes = (OC / ocb) x X (with halo rows) + (C / cb) x dY + dW; estimate = the larger of
-//     rounds x round and DRAM bytes / DRAM rate.
+//   DRAM bytes = (OC / ocb) x X (with halo rows; / cores per cluster when shared) + (C / cb) x dY
+//     + dW; estimate = the larger of rounds x round and DRAM bytes / DRAM rate. Shared: `load`
+//     is the longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the
+//     cluster) and the memory core's staging (its DMA rate or its cluster's share of DRAM).
 #pragma once
 
 #include <cstddef>
@@ -65,6 +69,11 @@ struct WeightGradPlan {
   std::size_t s = 1;    // pixel parts per block (cores of one cluster; divides cores per cluster)
   std::size_t rh = 0;   // output rows per tile
   std::size_t ni = 1;   // images per tile (> 1: rh = OH)
+  // s == 1 only: a cluster's cores take consecutive output-channel blocks of the same input
+  // channels (nob a multiple of the cores per cluster), so they need the same input tiles: the
+  // memory core stages each tile in SRAM once and the cores copy it from there (input read from
+  // DRAM nob / cores times instead of nob times).
+  bool shared = false;
   std::size_t nob = 0, ncb = 0, tb = 0, tiles = 0, jobs = 0, rounds = 0, clusters = 0;  // derived
   double est_cycles = 0, est_dram_bytes = 0;
   std::string str() const;

@@ -454,7 +454,8 @@ TEST_F(ConvTest, BackwardWeightFp16AndLayouts) {
 
 // Channels-innermost operands run the direct backward-weight kernel (conv/direct_weight_grad.h):
 // 3x3 same padding, 7x7 / 2, 1x1 / 2, stride and dilation with asymmetric padding, fp16, and a
-// case with several channel blocks whose pixels are split over cores (sums reduced through SRAM).
+// case with several channel blocks: as planned (input tiles shared through SRAM), and with its
+// pixels split over two cores (sums reduced through SRAM).
 // (1x1 stride-1 convolutions and fewer input channels than array columns keep the GEMM.)
 TEST_F(ConvTest, DirectBackwardWeight) {
   const Format cl = Format::kChannelsLast;
@@ -468,10 +469,11 @@ TEST_F(ConvTest, DirectBackwardWeight) {
   const conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(big, DType::kFloat32));
   ASSERT_GT(plan.ocb, 0u);
   EXPECT_GT(plan.nob * plan.ncb, 1u) << plan.str();
+  EXPECT_TRUE(plan.shared) << plan.str();  // the cluster's cores read the input tiles staged in SRAM
   backward_weight<float>(big, cl, cl, cl, 1e-4);
   // Two pixel parts per block: each core's partial sums reach the others through SRAM.
   conv::WeightGradPlan split = plan;
-  split.s = 2, split.jobs = plan.nob * plan.ncb * 2;
+  split.s = 2, split.shared = false, split.jobs = plan.nob * plan.ncb * 2;
   split.clusters = std::min<std::size_t>(2, (split.jobs + 3) / 4), split.rounds = (split.jobs + 4 * split.clusters - 1) / (4 * split.clusters);
   const conv::WeightGradConv d = weight_grad_of(big, DType::kFloat32);
   auto x = make<float>(big.n, big.c, big.h, big.w, cl, 8);
