@@ -224,6 +224,43 @@ TEST(HtmlReport, SectionsWithoutDataSaySo) {
             std::string::npos);
 }
 
+// mlusim run --compile: eager -> compiled per metric with the ratio, the generated kernels; --fuse:
+// unfused -> fused and the patterns. Runs without either have neither section nor nav link.
+TEST(HtmlReport, CompiledAndFusedRunsShowBeforeAndAfter) {
+  json run = sample_run();
+  run["compile"] = {
+      {"backend", "inductor"},
+      {"compile_seconds", 12.5},
+      {"compared", "first output"},
+      {"max_abs_diff", 2.5e-7},
+      {"totals", {{"cycles", {{"eager", 40000}, {"compiled", 30000}}}, {"dram_bytes", {{"eager", 2048}, {"compiled", 1024}}}}},
+      {"patterns", {{"linear_act", 2}, {"generated_kernels", 1}, {"generated_launches", {{"program", 3}, {"eager", 1}}}}},
+      {"graphs", json::array({{{"name", "<k0>"}, {"origins", {"aten.add", "aten.mul"}}, {"removed", {"buf1", "buf2"}},
+                               {"launches", {{"program", 3}, {"eager", 1}}}}})}};
+  std::string html = build_html_report(run, nullptr);
+  EXPECT_NE(html.find("<a href=\"#compile\">torch.compile</a>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>torch.compile: eager → compiled</h2>"), std::string::npos);
+  EXPECT_NE(html.find("backend inductor"), std::string::npos);
+  EXPECT_NE(html.find("12.5 s of host time"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\" data-v=\"0.75\">0.75</td>"), std::string::npos) << "cycles 30000 / 40000";
+  EXPECT_NE(html.find("<td class=\"num\" data-v=\"0.5\">0.5</td>"), std::string::npos) << "bytes 1024 / 2048";
+  EXPECT_NE(html.find("GEMM/conv epilogue fusions: linear_act 2. Generated kernels: 1; their device launches per call: "
+                      "eager 1, program 3."),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>&lt;k0&gt;</td><td>aten.add, aten.mul</td>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"fusion\""), std::string::npos);
+
+  run.erase("compile");
+  run["fusion"] = {{"totals", {{"kernel launches", {{"unfused", 10}, {"fused", 4}}}}},
+                   {"patterns", {{"linear_act", {{"matches", 2}, {"kernels", 2}, {"cycles", 900}, {"min_dram_bytes", 4096}}}}}};
+  html = build_html_report(run, nullptr);
+  EXPECT_NE(html.find("<h2>Fusion: unfused → fused</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\" data-v=\"0.40000000000000002\">0.4</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>linear_act</td><td class=\"num\" data-v=\"2\">2</td>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"compile\""), std::string::npos);
+  EXPECT_EQ(build_html_report(sample_run(), nullptr).find("href=\"#fusion\""), std::string::npos);
+}
+
 TEST(HtmlReport, TimelineHasOneLanePerTrackNamedByMetadataInSortOrder) {
   json events = json::array({meta("process_name", 0, {{"name", "mlu0 (tiny)"}}),
                              meta("thread_name", 1, {{"name", "host link"}}),

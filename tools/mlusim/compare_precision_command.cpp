@@ -6,18 +6,12 @@
 // layer is flagged; 2 for bad usage). The options are that module's: --mode, --input-shape,
 // --num-classes, --config, --set, --threshold, --json, --html, --check, ... (see --help of
 // `python -m torch_mlu.compare_precision`).
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "python_module.h"
 
 namespace mlusim::cli {
 
@@ -33,32 +27,9 @@ Command add_compare_precision_command(CLI::App& app) {
                                     "package.module:FUNC")
       ->required();
   return [sub, model]() -> int {
-    const char* env = std::getenv("MLUSIM_PYTHON");
-    const std::string python = env != nullptr && *env != '\0' ? env : MLUSIM_PYTHON_EXECUTABLE;
-    std::vector<std::string> args{python, "-m", "torch_mlu.compare_precision", *model};
+    std::vector<std::string> args{*model};
     for (const std::string& extra : sub->remaining()) args.push_back(extra);
-    std::string path = MLUSIM_TORCH_PYTHONPATH;
-    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') path += std::string(":") + old;
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::cout.flush();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::cerr << "mlusim compare-precision: fork failed: " << std::strerror(errno) << "\n";
-      return 1;
-    }
-    if (pid == 0) {
-      setenv("PYTHONPATH", path.c_str(), 1);
-      execvp(argv[0], argv.data());
-      std::cerr << "mlusim compare-precision: cannot run " << python << ": " << std::strerror(errno)
-                << " (set MLUSIM_PYTHON to the project venv's python)\n";
-      _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-      if (errno != EINTR) return 1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    return run_python_module("mlusim compare-precision", "torch_mlu.compare_precision", args);
   };
 }
 

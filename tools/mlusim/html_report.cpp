@@ -1363,6 +1363,102 @@ std::string fallback_section(const json& run) {
           table({{"op"}, {"calls", true}}, rows));
 }
 
+// ---- graph rewrites: torch.compile (run --compile) and TorchScript fusion (run --fuse) --------------
+
+// The run against its baseline, one row per metric: `totals` is {metric: {before_key: v, after_key: v}}
+// (compile_run's keys cycles, simulated_ns, dram_bytes, kernel_launches; --fuse's are already labels).
+std::string rewrite_totals_table(const json& totals, const char* before_key, const char* after_key,
+                                 const std::string& before_title, const std::string& after_title) {
+  static const std::map<std::string, std::string> labels = {{"cycles", "kernel cycles"},
+                                                            {"simulated_ns", "simulated time"},
+                                                            {"dram_bytes", "GDRAM bytes"},
+                                                            {"kernel_launches", "kernel launches"}};
+  std::vector<std::vector<Cell>> rows;
+  if (totals.is_object())
+    for (const auto& [metric, v] : totals.items()) {
+      const double before = num(v, before_key), after = num(v, after_key);
+      const auto cell = [&](double x) {
+        if (metric.find("bytes") != std::string::npos) return bytes_cell(x);
+        if (metric == "simulated_ns") return num_cell(human_ns(x), x);
+        return count_cell(x);
+      };
+      const double ratio = before > 0 ? after / before : kNaN;
+      const auto label = labels.find(metric);
+      rows.push_back({text_cell(label != labels.end() ? label->second : metric), cell(before), cell(after),
+                      num_cell(std::isfinite(ratio) ? sig(ratio, 3) : "-", ratio)});
+    }
+  return table({{"metric"}, {before_title, true}, {after_title, true}, {"ratio", true, "after / before"}}, rows);
+}
+
+// {kind: launches} -> "eager 3, program 12" (zero counts left out).
+std::string counts_text(const json& counts) {
+  std::string o;
+  if (counts.is_object())
+    for (const auto& [k, v] : counts.items())
+      if (as_num(v) != 0) o += (o.empty() ? "" : ", ") + k + " " + as_text(v);
+  return o.empty() ? "-" : o;
+}
+
+std::string compile_section(const json& run) {
+  const json& c = member(run, "compile");
+  const std::string backend = text(c, "backend");
+  std::string body =
+      "<p class=\"hint\">The same model run eagerly and through torch.compile (backend " + esc(backend) +
+      "), same weights and inputs; the compile itself ran in an untimed iteration (" +
+      esc(sig(num(c, "compile_seconds"), 3)) + " s of host time). Max |compiled - eager| of the " +
+      esc(text(c, "compared")) + ": " + esc(sig(num(c, "max_abs_diff"), 3)) + ".</p>\n";
+  body += rewrite_totals_table(member(c, "totals"), "eager", "compiled", "eager", "compiled");
+  const json& patterns = member(c, "patterns");
+  const json& graphs = member(c, "graphs");
+  std::vector<std::vector<Cell>> rows;
+  if (backend == "inductor") {
+    std::string epilogues;
+    if (patterns.is_object())
+      for (const auto& [k, v] : patterns.items())
+        if (k != "generated_kernels" && k != "generated_launches" && as_num(v) != 0) epilogues += (epilogues.empty() ? "" : ", ") + k + " " + as_text(v);
+    body += "<p>" + esc("GEMM/conv epilogue fusions: " + (epilogues.empty() ? std::string("none") : epilogues) +
+                        ". Generated kernels: " + text(patterns, "generated_kernels") +
+                        "; their device launches per call: " + counts_text(member(patterns, "generated_launches"))) +
+            ".</p>\n";
+    if (graphs.is_array())
+      for (const json& k : graphs) {
+        std::string origins;
+        if (member(k, "origins").is_array())
+          for (const json& o : member(k, "origins")) origins += (origins.empty() ? "" : ", ") + as_text(o);
+        const double kept = member(k, "removed").is_array() ? double(member(k, "removed").size()) : kNaN;
+        rows.push_back({text_cell(text(k, "name")), text_cell(shorten(origins, 160)), count_cell(kept),
+                        text_cell(counts_text(member(k, "launches")))});
+      }
+    body += rows.empty() ? empty_note("Inductor generated no kernels: every node ran as an extern call (GEMM, "
+                                      "convolution, their fused epilogues, ops kept whole).")
+                         : table({{"generated kernel"}, {"ATen ops it computes"},
+                                  {"buffers kept inside", true, "never allocated"}, {"device launches per call"}},
+                                 rows);
+  } else if (graphs.is_array()) {
+    int i = 0;
+    for (const json& g : graphs)
+      rows.push_back({count_cell(i++), text_cell(text(g, "mode")), count_cell(num(g, "nodes")),
+                      text_cell(counts_text(member(g, "fusion_matches")))});
+    body += table({{"graph", true}, {"mode"}, {"captured calls", true}, {"fusions"}}, rows);
+  }
+  return section("compile", "torch.compile: eager → compiled", body);
+}
+
+std::string fusion_section(const json& run) {
+  const json& f = member(run, "fusion");
+  std::string body = "<p class=\"hint\">The same model run with its TorchScript graph unfused and fused "
+                     "(mlusim run --fuse), same weights and inputs.</p>\n";
+  body += rewrite_totals_table(member(f, "totals"), "unfused", "fused", "unfused", "fused");
+  std::vector<std::vector<Cell>> rows;
+  if (member(f, "patterns").is_object())
+    for (const auto& [pattern, p] : member(f, "patterns").items())
+      rows.push_back({text_cell(pattern), count_cell(num(p, "matches")), count_cell(num(p, "kernels")),
+                      count_cell(num(p, "cycles")), bytes_cell(num(p, "min_dram_bytes"))});
+  body += table({{"pattern"}, {"fused nodes", true}, {"kernels", true}, {"cycles", true}, {"min DRAM bytes", true}},
+                rows);
+  return section("fusion", "Fusion: unfused → fused", body);
+}
+
 // ---- page frame ------------------------------------------------------------------------------------
 
 // Records script errors into the page before anything else runs (the browser test reads them).
@@ -1627,7 +1723,11 @@ std::string build_page(const json& run, const TraceModel* model, const HtmlRepor
        "<a href=\"#engines\">engines</a><a href=\"#memory\">memory</a><a href=\"#ops\">ops</a><a "
        "href=\"#kernels\">kernels</a>"
        "<a href=\"#traffic\">traffic</a><a href=\"#allocator\">allocator</a><a href=\"#fallback\">CPU "
-       "fallback</a></nav>\n<main>\n";
+       "fallback</a>";
+  const bool compiled = member(run, "compile").is_object(), fused = member(run, "fusion").is_object();
+  if (compiled) o += "<a href=\"#compile\">torch.compile</a>";
+  if (fused) o += "<a href=\"#fusion\">fusion</a>";
+  o += "</nav>\n<main>\n";
   o += "<div id=\"js-errors\" hidden><strong>Script errors (the plots may be incomplete):</strong><ul></ul></div>\n";
   if (!warnings.empty()) {
     o += "<div class=\"warnings\">";
@@ -1635,6 +1735,8 @@ std::string build_page(const json& run, const TraceModel* model, const HtmlRepor
     o += "</div>\n";
   }
   o += header_section(run, opt);
+  if (compiled) o += compile_section(run);
+  if (fused) o += fusion_section(run);
   o += have_trace ? timeline_section(*model, opt) : no_trace_section("timeline", "Timeline", no_trace);
   o += roofline_section(run);
   o += engines_section(run);

@@ -1,4 +1,5 @@
 #include "model_spec.h"
+#include "python_module.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -123,8 +124,7 @@ fs::path convert_exported_program(const fs::path& program) {
   if (fs::is_regular_file(out, ec) && fs::is_regular_file(sidecar, ec)) return out;
   fs::create_directories(dir, ec);
   if (ec) throw std::invalid_argument("model " + program.string() + ": cannot create " + dir.string() + ": " + ec.message());
-  const char* env = std::getenv("MLUSIM_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : MLUSIM_PYTHON_EXECUTABLE;
+  const std::string python = venv_python();
   const fs::path script = model_dir() / "pt2_to_torchscript.py";
   if (!fs::is_regular_file(script, ec))
     throw std::invalid_argument("model " + program.string() + ": " + script.string() +

@@ -1,13 +1,19 @@
 // `mlusim run MODEL`: a built-in model or a TorchScript file on a simulated chip through the
 // PyTorch bridge; prints the cycle report, writes a trace and (optionally) the JSON run report.
+// `--compile` runs the model through torch.compile instead, which is Python: the resolved options
+// go to `python -m torch_mlu.compile_run` (torch_bridge/python/torch_mlu/compile_run.py).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "config_options.h"
 #include "model_runner.h"
+#include "python_module.h"
 #include "run_options.h"
 
 namespace mlusim::cli {
@@ -56,6 +62,33 @@ void compare_fusion(const nlohmann::json& unfused, nlohmann::json& fused, const 
   fused["fusion"] = {{"totals", totals}, {"patterns", patterns}};
 }
 
+// `--compile`: the model eager and through torch.compile with `backend`, in the venv's python. The
+// options were validated and resolved here (model file, input shapes with the batch, sidecar);
+// they go over as compile_run's options.
+int run_compiled(const RunOptions& o, const std::string& backend, const std::string& report) {
+  std::vector<std::string> a{o.model.file.string(), "--name", o.model.name, "--backend", backend, "--config", o.config};
+  for (std::vector<std::int64_t> shape : o.model.inputs) {
+    std::string text;
+    for (std::int64_t& d : shape) text += (text.empty() ? "" : ",") + std::to_string(d == -1 ? o.batch : d);
+    a.insert(a.end(), {"--input", text});
+  }
+  if (o.model.vocab > 0) a.insert(a.end(), {"--vocab", std::to_string(o.model.vocab)});
+  a.insert(a.end(), {"--loss", o.model.loss});
+  if (o.model.classes > 0) a.insert(a.end(), {"--classes", std::to_string(o.model.classes)});
+  if (!o.model.description.empty()) a.insert(a.end(), {"--description", o.model.description});
+  for (const std::string& s : o.overrides) a.insert(a.end(), {"--set", s});
+  a.insert(a.end(), {"--dtype", o.dtype, "--iterations", std::to_string(o.iterations), "--warmup",
+                     std::to_string(o.warmup), "--lr", std::to_string(o.learning_rate), "--seed", std::to_string(o.seed)});
+  if (o.train) a.push_back("--train");
+  if (o.timing_only) a.push_back("--timing-only");
+  if (o.fallback) a.push_back("--fallback");
+  if (!o.trace_path.empty())
+    a.insert(a.end(), {"--trace", o.trace_path, "--trace-level", o.trace_level == 2 ? "intrinsics" : "ops"});
+  if (!o.profile_path.empty()) a.insert(a.end(), {"--profile", o.profile_path});
+  if (!report.empty()) a.insert(a.end(), {"--report", report});
+  return run_python_module("mlusim run --compile", "torch_mlu.compile_run", a);
+}
+
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
@@ -73,11 +106,27 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--profile", *profile,
                   "Also record the measured iterations with torch.profiler (CPU + MLU activities) and write its "
                   "trace to DIR/<model>-<config>.pt.trace.json (TensorBoard's profiler plug-in and Perfetto read it)");
-  return [opts, trace, no_trace, report, profile] {
+  auto compile = std::make_shared<bool>(false);
+  auto backend = std::make_shared<std::string>("inductor");
+  cmd->add_flag("--compile", *compile,
+                "Run the model through torch.compile (after an untimed compiling iteration) and also eagerly, and "
+                "print both side by side: cycles, time, GDRAM bytes, launches, generated kernels and fusions");
+  cmd->add_option("--compile-backend", *backend,
+                  "torch.compile backend for --compile: inductor (PyTorch's default, with the device's codegen) or "
+                  "mlu (the device's Dynamo backend); implies --compile")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"inductor", "mlu"}));
+  return [cmd, opts, trace, no_trace, report, profile, compile, backend] {
+    const bool compiled = *compile || cmd->count("--compile-backend") > 0;
+    if (compiled && (opts->fuse || !opts->fuse_patterns.empty()))
+      throw std::invalid_argument(
+          "--compile and --fuse are two ways to fuse the graph; give one (--compile is torch.compile, --fuse the "
+          "TorchScript graph rewrite)");
     RunOptions o = opts->resolve();
     if (!profile->empty())
       o.profile_path = (std::filesystem::path(*profile) / (o.model.name + "-" + opts->config_label() + ".pt.trace.json")).string();
     if (!*no_trace) o.trace_path = trace->empty() ? "traces/" + o.model.name + "-" + opts->config_label() + ".json" : *trace;
+    if (compiled) return run_compiled(o, *backend, *report);
     nlohmann::json unfused;
     if (o.fuse) {  // the baseline first, same inputs (same seed), no trace
       RunOptions base = o;

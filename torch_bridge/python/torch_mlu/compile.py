@@ -22,7 +22,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from .fusion import PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device
 
-__all__ = ["compile_compare", "compiled_graphs", "inductor_kernels", "reset_compiled_graphs"]
+__all__ = ["compile_compare", "compile_for_report", "compiled_graphs", "inductor_kernels", "reset_compiled_graphs"]
 
 _graphs = []
 
@@ -61,6 +61,40 @@ def mlu_backend(gm, example_inputs):
     return fused.forward
 
 
+def compile_for_report(module, backend):
+    """``torch.compile(module)`` with `backend` ("mlu" or "inductor"), plus a function that, after
+    the compiled module ran, returns what this compile produced: (graphs, patterns). graphs: the
+    new compiled_graphs() entries (backend "mlu") or the new inductor_kernels() entries (Inductor);
+    patterns: None for backend "mlu" (its graphs carry their fusion matches), for Inductor the GEMM/
+    conv epilogue fusions of the device pass ({pattern: count}) plus "generated_kernels" and
+    "generated_launches" ({launch kind: device launches per call}). Inductor's FX graph cache is
+    bypassed while the returned module compiles, so that its kernels are generated and listed."""
+    if backend not in ("mlu", "inductor"):
+        raise ValueError(f"torch_mlu: backend must be 'mlu' or 'inductor', got {backend!r}")
+    if backend == "mlu":
+        start = len(_graphs)
+        return torch.compile(module, backend="mlu"), lambda: ([dict(g) for g in _graphs[start:]], None)
+
+    from .inductor_passes import epilogue_matches
+    from .inductor_scheduling import kernel_summaries
+
+    start, start_matches = len(kernel_summaries), len(epilogue_matches)
+    compiled = torch.compile(module, options={"fx_graph_cache": False})
+
+    def collect():
+        kernels = [dict(k) for k in kernel_summaries[start:]]
+        patterns, launches = {}, {}
+        for m in epilogue_matches[start_matches:]:
+            for k, v in m.items():
+                patterns[k] = patterns.get(k, 0) + v
+        for k in kernels:
+            for kind, n in k["launches"].items():
+                launches[kind] = launches.get(kind, 0) + n
+        return kernels, {**patterns, "generated_kernels": len(kernels), "generated_launches": launches}
+
+    return compiled, collect
+
+
 def compile_compare(module, example_inputs, device=None, backend="mlu"):
     """One inference forward of `module` eager and compiled (after a warm-up call that compiles),
     on the MLU `device`, from the cycle report::
@@ -76,48 +110,22 @@ def compile_compare(module, example_inputs, device=None, backend="mlu"):
     "patterns" counts the GEMM/conv epilogue fusions and the generated kernels' launches by kind)."""
     from . import _device_index
 
-    if backend not in ("mlu", "inductor"):
-        raise ValueError(f"torch_mlu.compile_compare: backend must be 'mlu' or 'inductor', got {backend!r}")
+    compiled, collect = compile_for_report(module, backend)  # lazy: compiles on its first call
     dev = torch.device("mlu", _device_index(device))
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     inputs = tuple(_to_device(v, dev) for v in example_inputs)
     eager, out_ref = _measure(module, inputs, dev)
-    if backend == "mlu":
-        start = len(_graphs)
-        compiled = torch.compile(module, backend="mlu")
-        with torch.no_grad():
-            compiled(*inputs)  # compiles
-        graphs = lambda: [dict(g) for g in _graphs[start:]]  # noqa: E731
-    else:
-        from torch._inductor import config as inductor_config
-
-        from .inductor_passes import epilogue_matches
-        from .inductor_scheduling import kernel_summaries
-
-        start, start_matches = len(kernel_summaries), len(epilogue_matches)
-        compiled = torch.compile(module)
-        with torch.no_grad(), inductor_config.patch(fx_graph_cache=False):
-            compiled(*inputs)  # compiles
-        graphs = lambda: [dict(k) for k in kernel_summaries[start:]]  # noqa: E731
-        matches = {}
-        for m in epilogue_matches[start_matches:]:
-            for k, v in m.items():
-                matches[k] = matches.get(k, 0) + v
+    with torch.no_grad():
+        compiled(*inputs)  # compiles
     fused, out = _measure(compiled, inputs, dev)
     ref, got = _first_tensor(out_ref), _first_tensor(out)
     diff = float((got.cpu().float() - ref.cpu().float()).abs().max()) if ref is not None and ref.numel() else 0.0
-    result = {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": graphs(),
+    graphs, patterns = collect()
+    result = {"eager": eager, "compiled": fused, "total": _delta(eager, fused), "graphs": graphs,
               "max_abs_diff": diff}
-    if backend == "inductor":
-        kernels = result["graphs"]
-        launches = {}
-        for k in kernels:
-            for kind, n in k["launches"].items():
-                launches[kind] = launches.get(kind, 0) + n
-        # Per fusion pattern: GEMM/conv epilogues (the device pass) and Inductor's generated
-        # kernels, with the device launches they make per forward.
-        result["patterns"] = {**matches, "generated_kernels": len(kernels), "generated_launches": launches}
+    if patterns is not None:
+        result["patterns"] = patterns
     return result
 
 
