@@ -13,14 +13,22 @@
 // broadcast once per chunk, relu as a lower bound, the saturating cast to int8) and stored
 // asynchronously into y's [OH x OW, OC] rows.
 //
+// With all input channels in one step, a plan may instead stage the weights per cluster (UNION1):
+// jobs of (chunk, group of its tiles) go round-robin to clusters, the memory core copies a job's
+// weights GDRAM -> SRAM once (the next job's while the cores compute), and the cluster's cores
+// copy them SRAM -> WRAM and split the job's tiles; DRAM then carries the weights once per job
+// instead of once per core.
+//
 // Tiling (plan_qconv): candidates halve the output channels per chunk (from OC) and the rows per
 // tile (from OH); cc is C, halved until the chunk's weights fit WRAM. Each candidate whose NRAM
 // buffers fit is costed per core (the busiest task's tiles): TFU cycles of its intrinsics
 // (DeviceModel::matmul_cycles) against its input DMA (IO-DMA rate), plus its weight loads, its
 // VFU requantization passes and its stores, and no less than all tasks' DRAM bytes over the DRAM
-// bandwidth; the cheapest wins.
+// bandwidth (staged plans: per cluster, its jobs' weight copies and its cores' shares of the
+// tiles); the cheapest wins.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/launch.h"
@@ -49,8 +57,12 @@ struct QConvJob {
   double inv_y = 1.0;  // 1.0 / y_scale in double; the VFU rounds it to fp32
   std::uint64_t w_scales = 0, w_sums = 0, bias = 0;  // 0: none (w_sums: x_zp == 0)
   bool relu = false;
-  // Plan.
+  // Plan. staged: UNION1, weights staged per cluster in SRAM (see the header comment); jobs =
+  // chunks x gp (gp tile groups per chunk), job k on cluster k % clusters.
   std::size_t rh = 0, nco = 0, cc = 0;
+  bool staged = false;
+  std::size_t gp = 1, clusters = 1;
+  std::size_t jobs() const { return chunks() * gp; }
   std::size_t bands() const { return ceil_div(oh, rh); }
   std::size_t chunks() const { return ceil_div(oc, nco); }
   std::size_t tiles() const { return chunks() * n * bands(); }
@@ -90,6 +102,25 @@ double estimate(const QConvJob& j, const gemm::DeviceModel& d, std::size_t cores
   return std::max(core, dram);
 }
 
+// Staged plans: per cluster, its jobs one after another; per job the memory core's staging of the
+// chunk's weights (overlapped with the previous job but the first), each core's SRAM -> WRAM copy
+// and its share of the job's tiles.
+double estimate_staged(const QConvJob& j, const gemm::DeviceModel& d, std::size_t clusters, std::size_t cpc) {
+  const std::size_t per_chunk = j.n * j.bands(), group = ceil_div(per_chunk, j.gp), per = ceil_div(group, cpc);
+  const std::size_t jobs = ceil_div(j.jobs(), clusters), p = j.rh * j.ow;
+  const double w_chunk = static_cast<double>(j.nco * j.kh * j.kw * j.c);
+  const double in_tile = static_cast<double>(j.in_rows(j.rh) * j.w * j.c), out_tile = static_cast<double>(p * j.nco);
+  const double tfu = static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.c, j.nco));
+  const double passes = 4.0 + (j.w_sums ? 1 : 0) + (j.bias ? 1 : 0) + (j.relu ? 1 : 0);
+  const double vfu = passes * static_cast<double>(d.vfu_cycles_fp32(p * j.nco));
+  const double job = w_chunk / d.move_dma_bpc +
+                     static_cast<double>(per) * (std::max(tfu, in_tile / d.io_dma_bpc) + vfu + out_tile / d.io_dma_bpc);
+  const double core = w_chunk / d.memcore_dma_bpc + static_cast<double>(jobs) * std::max(job, w_chunk / d.memcore_dma_bpc);
+  const double dram = (static_cast<double>(j.tiles()) * (in_tile + out_tile) + static_cast<double>(j.jobs()) * w_chunk) /
+                      d.dram_bpc;
+  return std::max(core, dram);
+}
+
 bool plan_qconv(QConvJob& j, const Handle& h) {
   const std::size_t nram = h.nram_bytes(), wram = h.wram_bytes(), cores = h.total_cores();
   const gemm::DeviceModel d = gemm::device_model(h, DType::kInt8);
@@ -101,9 +132,18 @@ bool plan_qconv(QConvJob& j, const Handle& h) {
     if (wram_bytes(j, nco, cc) <= wram) {
       for (std::size_t rh = j.oh;; rh = ceil_div(rh, 2)) {
         if (nram_bytes(j, rh, nco, cc) <= nram) {
-          cand.rh = rh, cand.nco = nco, cand.cc = cc;
+          cand.rh = rh, cand.nco = nco, cand.cc = cc, cand.staged = false, cand.gp = 1;
           const double e = estimate(cand, d, cores);
           if (best < 0 || e < best) best = e, chosen = cand;
+          // Staged: all input channels in one step and two chunks of weights fit the SRAM.
+          const std::size_t per_chunk = j.n * ceil_div(j.oh, rh);
+          if (cc == j.c && 2 * wram_bytes(j, nco, cc) <= h.sram_bytes() && h.cores_per_cluster() > 1)
+            for (std::size_t gp = 1; gp <= std::min<std::size_t>(per_chunk, h.clusters()); gp *= 2) {
+              cand.staged = true, cand.gp = gp;
+              cand.clusters = std::min<std::size_t>(h.clusters(), cand.jobs());
+              const double es = estimate_staged(cand, d, h.clusters(), h.cores_per_cluster());
+              if (es < best) best = es, chosen = cand;
+            }
         }
         if (rh == 1) break;
       }
@@ -118,6 +158,11 @@ bool plan_qconv(QConvJob& j, const Handle& h) {
 class QConvTask {
  public:
   explicit QConvTask(const QConvJob& j) : j_(j) {
+    if (j.staged) {  // the same order on every participant of the cluster: the same offsets
+      wsram_[0] = alloc(Space::kSram, j.nco * j.kh * j.kw * j.c);
+      wsram_[1] = alloc(Space::kSram, j.nco * j.kh * j.kw * j.c);
+    }
+    if (is_memory_core()) return;
     const std::size_t p = j.rh * j.ow * j.nco;
     xin_[0] = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
     xin_[1] = alloc(Space::kNram, j.in_rows(j.rh) * j.wp() * j.cc);
@@ -132,9 +177,52 @@ class QConvTask {
     wt_ = alloc(Space::kWram, j.nco * j.kh * j.kw * j.cc);
   }
 
+  // Staged plans (UNION1): jobs k = cluster, cluster + clusters, ...; per job two cluster barriers.
+  // The memory core stages job k + 1's weights into the other SRAM slot right after barrier A of
+  // job k (that slot's readers finished before barrier B of job k - 1), so staging overlaps the
+  // cores' work; the cores copy the slot into WRAM after barrier A and compute their share of the
+  // job's tiles before barrier B.
+  void run_staged() {
+    const std::size_t cluster = task_id() / core_dim();
+    std::vector<std::size_t> mine;
+    for (std::size_t k = cluster; k < j_.jobs(); k += j_.clusters) mine.push_back(k);
+    auto chunk_bytes = [&](std::size_t k) { return (std::min(j_.nco, j_.oc - (k / j_.gp) * j_.nco)) * j_.kh * j_.kw * j_.c; };
+    auto stage = [&](std::size_t i) {
+      const std::size_t k = mine[i], oc0 = (k / j_.gp) * j_.nco;
+      memcpy(wsram_[i % 2], Addr{Space::kGdram, j_.wt + oc0 * j_.kh * j_.kw * j_.c}, chunk_bytes(k), Dir::kGdram2Sram);
+    };
+    if (is_memory_core()) {
+      if (!mine.empty()) stage(0);
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        sync_cluster();  // A: slot i % 2 holds job i's weights
+        if (i + 1 < mine.size()) stage(i + 1);
+        sync_cluster();  // B: the cores are done with job i
+      }
+      return;
+    }
+    const std::size_t per_chunk = j_.n * j_.bands();
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const std::size_t k = mine[i], ch = k / j_.gp, g = k % j_.gp;
+      sync_cluster();  // A
+      memcpy(wt_, wsram_[i % 2], chunk_bytes(k), Dir::kSram2Wram);
+      weights_of_ = ch;
+      const std::size_t g0 = g * per_chunk / j_.gp, g1 = (g + 1) * per_chunk / j_.gp;
+      const std::size_t c0 = g0 + core_id() * (g1 - g0) / core_dim(), c1 = g0 + (core_id() + 1) * (g1 - g0) / core_dim();
+      run_tiles(ch * per_chunk + c0, ch * per_chunk + c1);
+      sync_cluster();  // B
+    }
+  }
+
   void run() {
+    if (j_.staged) return run_staged();
     const std::size_t tiles = j_.tiles(), per = ceil_div(tiles, task_dim());
     const std::size_t t0 = std::min(tiles, task_id() * per), t1 = std::min(tiles, t0 + per);
+    run_tiles(t0, t1);
+  }
+
+ private:
+  // Tiles [t0, t1) step by step, the next step's input loading while the current one computes.
+  void run_tiles(std::size_t t0, std::size_t t1) {
     const std::size_t steps = ceil_div(j_.c, j_.cc), total = (t1 - t0) * steps;
     if (total == 0) return;
     load_input(step(t0, steps, 0), 0);
@@ -147,7 +235,6 @@ class QConvTask {
     sync_io();
   }
 
- private:
   struct Step {
     std::size_t ch = 0, img = 0, band = 0, c0 = 0;
     bool last = false;  // the tile's last input-channel step
@@ -246,7 +333,7 @@ class QConvTask {
 
   static constexpr std::size_t kNone = ~std::size_t{0};
   const QConvJob& j_;
-  Addr xin_[2], acc_, scale_, out_, offs_, bias_, vec_[3], wt_;
+  Addr xin_[2], acc_, scale_, out_, offs_, bias_, vec_[3], wt_, wsram_[2];
   std::size_t weights_of_ = kNone, vectors_of_ = kNone;
 };
 
@@ -297,7 +384,9 @@ Status launch_qconv(Handle* h, const char* op, QConvJob j, const Int8Output& o) 
   MLU_CHECK(plan_qconv(j, *h), Status::kNotSupported,
             std::string(op) + ": no tiling fits the on-chip memories (kernel " + std::to_string(j.kh) + "x" +
                 std::to_string(j.kw) + ", width " + std::to_string(j.w) + ")");
-  MLU_RETURN_IF_ERROR(launch(*h, op, [j] { QConvTask(j).run(); }, block_dim(*h, j.tiles()), cnrtFuncTypeBlock));
+  const cnrtDim3_t dim = j.staged ? cnrtDim3_t{static_cast<unsigned>(j.clusters * h->cores_per_cluster()), 1, 1}
+                                   : block_dim(*h, j.tiles());
+  MLU_RETURN_IF_ERROR(launch(*h, op, [j] { QConvTask(j).run(); }, dim, j.staged ? cnrtFuncTypeUnion1 : cnrtFuncTypeBlock));
   record(*h, op, macs, bytes, 1);
   return Status::kSuccess;
 }

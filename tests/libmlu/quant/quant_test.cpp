@@ -118,6 +118,7 @@ TEST_F(Quant, WeightSumsAreExact) {
 struct ConvCase {
   std::int64_t n, c, h, w, oc, kh, kw, stride, pad, dil, x_zp;
   bool bias, relu;
+  bool staged;  // the plan stages the weights per cluster in SRAM (UNION1)
 };
 
 class QConv : public Quant, public ::testing::WithParamInterface<ConvCase> {};
@@ -154,8 +155,14 @@ TEST_P(QConv, MatchesTheExactIntegerReference) {
   ASSERT_EQ(dx.set(DType::kInt8, {k.n, k.h, k.w, k.c}, Layout::kNHWC), Status::kSuccess);
   ASSERT_EQ(dw.set(DType::kInt8, {k.oc, k.kh, k.kw, k.c}, Layout::kNHWC), Status::kSuccess);
   ASSERT_EQ(dy.set(DType::kInt8, {k.n, oh, ow, k.oc}, Layout::kNHWC), Status::kSuccess);
+  ASSERT_EQ(cnrtQueueSync(h().queue()), cnrtSuccess);
+  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
   ASSERT_EQ(qconv2d(&h(), p, o, dx, px, dw, pw, dy, py), Status::kSuccess) << last_error_detail();
   const std::vector<std::int8_t> y = from_device<std::int8_t>(py, k.n * oh * ow * k.oc);
+  // Which kernel variant ran: the memory cores' DMA moves the weights only in the staged one.
+  mlusimDeviceStats_t stats;
+  ASSERT_EQ(mlusimGetDeviceStats(0, &stats), cnrtSuccess);
+  EXPECT_EQ(stats.engine_intrinsics[5] > 0, k.staged);
   for (std::int64_t n = 0; n < k.n; ++n)
     for (std::int64_t i = 0; i < oh; ++i)
       for (std::int64_t j = 0; j < ow; ++j)
@@ -182,9 +189,10 @@ TEST_P(QConv, MatchesTheExactIntegerReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, QConv,
-    ::testing::Values(ConvCase{2, 5, 7, 6, 9, 3, 3, 2, 1, 1, 3, true, true},       // stride 2, zero point padding
-                      ConvCase{1, 1024, 5, 5, 37, 3, 3, 1, 1, 1, -128, true, false},  // Cin in steps (any chunk > WRAM)
-                      ConvCase{1, 16, 9, 9, 8, 3, 3, 1, 2, 2, 0, false, true}));     // dilation, x_zp 0
+    ::testing::Values(ConvCase{2, 5, 7, 6, 9, 3, 3, 2, 1, 1, 3, true, true, false},        // stride 2, zero point padding
+                      ConvCase{1, 1024, 5, 5, 37, 3, 3, 1, 1, 1, -128, true, false, false},  // Cin in steps (any chunk > WRAM)
+                      ConvCase{1, 16, 9, 9, 8, 3, 3, 1, 2, 2, 0, false, true, false},        // dilation, x_zp 0
+                      ConvCase{4, 64, 12, 12, 64, 3, 3, 1, 1, 1, -128, true, true, true}));  // weights staged per cluster
 
 TEST_F(Quant, LinearMatchesTheExactIntegerReference) {
   const std::int64_t m = 19, k = 70, n = 45;
