@@ -20,15 +20,7 @@ import importlib.util
 import pathlib
 import sys
 
-
-def _parse_shape(text):
-    try:
-        shape = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--input-shape wants comma-separated sizes, got {text!r}") from None
-    if not shape or any(v <= 0 for v in shape):
-        raise argparse.ArgumentTypeError(f"--input-shape sizes must be positive, got {text!r}")
-    return shape
+from ._cli import shape_type
 
 
 def _parse_args(argv):
@@ -37,7 +29,7 @@ def _parse_args(argv):
                                             "float64 (and float32 for comparison).",
                                 epilog="See torch_bridge/README.md, 'Precision alignment'.")
     p.add_argument("model", help="torchvision builder name, FILE.py:FUNC or package.module:FUNC")
-    p.add_argument("--input-shape", type=_parse_shape, action="append",
+    p.add_argument("--input-shape", type=shape_type("--input-shape"), action="append",
                    help="shape of one random float input (repeat for several arguments; default 2,3,64,64)")
     p.add_argument("--num-classes", type=int, help="num_classes for a torchvision builder")
     p.add_argument("--mode", choices=("train", "eval"), default="eval",

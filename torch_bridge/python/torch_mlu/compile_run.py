@@ -23,27 +23,7 @@ import pathlib
 import sys
 import time
 
-
-def _parse_shape(text):
-    try:
-        shape = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--input wants comma-separated sizes, got {text!r}") from None
-    if not shape or any(v <= 0 for v in shape):
-        raise argparse.ArgumentTypeError(f"--input sizes must be positive, got {text!r}")
-    return shape
-
-
-def _positive_int(name):
-    def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} wants an integer, got {text!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
-        return v
-    return parse
+from ._cli import positive_int_type, shape_type
 
 
 def _parse_args(argv):
@@ -52,11 +32,11 @@ def _parse_args(argv):
                                             "time, GDRAM bytes and launches side by side (mlusim run --compile).",
                                 epilog="See docs/cli.md, 'torch.compile'.")
     p.add_argument("model", type=pathlib.Path, help="TorchScript file (.pt)")
-    p.add_argument("--input", type=_parse_shape, action="append", required=True,
+    p.add_argument("--input", type=shape_type("--input"), action="append", required=True,
                    help="shape of one input, batch included (repeat for several inputs)")
-    p.add_argument("--vocab", type=_positive_int("--vocab"), help="inputs are token ids in [0, VOCAB)")
+    p.add_argument("--vocab", type=positive_int_type("--vocab"), help="inputs are token ids in [0, VOCAB)")
     p.add_argument("--loss", choices=("mse", "cross_entropy"), default="mse", help="training loss (default mse)")
-    p.add_argument("--classes", type=_positive_int("--classes"), help="classes of the cross-entropy labels")
+    p.add_argument("--classes", type=positive_int_type("--classes"), help="classes of the cross-entropy labels")
     p.add_argument("--name", help="model name in the report (default: the file's stem)")
     p.add_argument("--description", default="", help="model description in the report")
     p.add_argument("--backend", choices=("inductor", "mlu"), default="inductor",
@@ -65,7 +45,7 @@ def _parse_args(argv):
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     p.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     p.add_argument("--train", action="store_true", help="one training step per iteration: forward, loss, backward, SGD")
-    p.add_argument("--iterations", type=_positive_int("--iterations"), default=1, help="measured iterations")
+    p.add_argument("--iterations", type=positive_int_type("--iterations"), default=1, help="measured iterations")
     p.add_argument("--warmup", type=int, default=0,
                    help="unmeasured iterations before the measured ones (the compiled run adds one that compiles)")
     p.add_argument("--lr", type=float, default=0.01, help="SGD learning rate for --train")
