@@ -96,7 +96,7 @@ void dq_kernel(const BackwardArgs& a) {
   if (pr.mask_kind == MaskKind::kRowBroadcast) rows[0] = nram(bc * 4), rows[1] = nram(bc * 4);
   const Addr q[2] = {nram(br * D * es), nram(br * D * es)};
   const Addr dO[2] = {nram(br * Dv * es), nram(br * Dv * es)};
-  const Addr o32 = nram(br * Dv * 4), scratch = nram(br * Dv * 4);
+  const Addr o32[2] = {nram(br * Dv * 4), nram(br * Dv * 4)}, scratch = nram(br * Dv * 4);
   const Addr dqacc = nram(br * D * 4);
   const Addr dqstage[2] = {nram(br * D * 4), nram(br * D * 4)};
   const Addr s[2] = {nram(br * bc * 4), nram(br * bc * 4)};
@@ -121,7 +121,7 @@ void dq_kernel(const BackwardArgs& a) {
       load_tile_async(pr.q, it.b, it.h, it.r0, it.nr, 0, pr.D, q[qs]);
       load_tile_async(pr.d_o, it.b, it.h, it.r0, it.nr, 0, pr.Dv, dO[qs]);
       load_tile_async(pr.o, it.b, it.h, it.r0, it.nr, 0, pr.Dv,
-                      at(o32, static_cast<std::size_t>(it.nr) * Dv * (4 - es)));
+                      at(o32[qs], static_cast<std::size_t>(it.nr) * Dv * (4 - es)));
       load_tile_async(pr.lse, it.b, it.h, it.r0, it.nr, 0, 1, negl[qs]);
     }
     load_tile_async(pr.k, it.b, it.h, c0, nc, 0, pr.D, kb[slot]);
@@ -143,12 +143,12 @@ void dq_kernel(const BackwardArgs& a) {
       dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, q[qs], q[qs], pr.scale, nr * D);
       dev::vec_unary(VecUnaryOp::kNeg, kF32, negl[qs], negl[qs], nr);
       // D = rowsum(dO ∘ O), in fp32.
-      nn::widen_f32(pr.in, o32, nr * Dv);
+      nn::widen_f32(pr.in, o32[qs], nr * Dv);
       if (pr.in == kF32)
         dev::vec_unary(VecUnaryOp::kCopy, kF32, scratch, dO[qs], nr * Dv);
       else
         dev::vec_cast(kF32, scratch, pr.in, dO[qs], nr * Dv);
-      dev::vec_binary(VecBinaryOp::kMul, kF32, scratch, scratch, o32, nr * Dv);
+      dev::vec_binary(VecBinaryOp::kMul, kF32, scratch, scratch, o32[qs], nr * Dv);
       dev::vec_reduce(VecReduceOp::kSum, kF32, dstage[qs], scratch, nr, Dv);
       dev::vec_unary(VecUnaryOp::kNeg, kF32, negd, dstage[qs], nr);
       store_tile_async(terms, it.b, it.h, it.r0, it.nr, 0, 1, dstage[qs]);

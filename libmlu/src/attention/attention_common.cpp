@@ -166,7 +166,7 @@ std::pair<std::size_t, std::size_t> footprint(const Problem& pr, KernelKind kind
     streamed = 2 * (B(bc * D, es) + B(bc * Dv, es));   // K, V blocks
   } else if (kind == KernelKind::kBackwardDq) {
     nram += 2 * (B(br * D, es) + B(br * Dv, es));      // Q, dO blocks
-    nram += 2 * B(br * Dv, 4);                         // O (row terms) + scratch
+    nram += 3 * B(br * Dv, 4);                         // O (row terms; next item's prefetched) + scratch
     nram += B(br * D, 4) + 2 * B(br * D, 4);           // dQ accumulator, staging
     nram += 2 * B(br * bc, 4) + B(br * bc, 4);         // score tiles, dP
     nram += 2 * B(br, 4) + 3 * B(br, 4);               // -lse (x2), -D, D staging (x2)

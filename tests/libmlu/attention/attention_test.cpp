@@ -170,6 +170,13 @@ TEST_F(AttentionTest, PlainAndStridedFp32WithGradients) {
   run<float>(c, DType::kFloat32, nullptr, nullptr, 2e-4, /*q_transposed=*/true);
 }
 
+// Many work items of a single key block each: every step opens an item, so the next item's
+// copies are in flight while this one computes.
+TEST_F(AttentionTest, ShortKeysManyItemsWithGradients) {
+  Case c = make({4, 8, 20, 6, 8, 8}, 13, true);
+  run<float>(c, DType::kFloat32, nullptr, nullptr, 2e-4);
+}
+
 TEST_F(AttentionTest, CausalBothWaysWithGradients) {
   for (Shape s : {Shape{1, 2, 45, 23, 8, 8}, Shape{1, 2, 23, 45, 8, 8}, Shape{1, 1, 70, 70, 12, 8}}) {
     Case c = make(s, 7, true);
