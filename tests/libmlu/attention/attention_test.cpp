@@ -275,6 +275,44 @@ TEST_F(AttentionTest, IssuesTheProductsAndMovesNoScoreMatrix) {
   EXPECT_GE(r.macs, static_cast<std::uint64_t>(L * (L + 1) / 2 * (D + D)));
 }
 
+// A bit flipped in any of the kernels' DMAs (Q, K, V, dO, O, lse loads; O, lse, dQ stores) shows
+// in the results: they come out of the simulated memories. The injector flips the lowest bit of a
+// copy's middle byte; with odd rows x head_dim every tile's middle byte is the third of a float
+// (mantissa bit 16, a 2^-7 change), which no rounding hides.
+TEST_F(AttentionTest, AFlippedDmaBitChangesTheResult) {
+  const TensorDesc d = desc(DType::kFloat32, {1, 2, 23, 7}), ld = desc(DType::kFloat32, {1, 2, 23});
+  void* qp = to_device(as<float>(randoms(322, 1)));
+  void* kp = to_device(as<float>(randoms(322, 2)));
+  void* vp = to_device(as<float>(randoms(322, 3)));
+  void* dop = to_device(as<float>(randoms(322, 4)));
+  void* op = dalloc(322 * 4);
+  void* lp = dalloc(46 * 4);
+  void* dqp = dalloc(322 * 4);
+  void* dkp = dalloc(322 * 4);
+  void* dvp = dalloc(322 * 4);
+  void* wp = dalloc(46 * 4);
+  AttentionParams p;
+  p.scale = 0.35;
+  const auto run_all = [&] {
+    EXPECT_EQ(attention_forward(handle_, p, d, qp, d, kp, d, vp, nullptr, nullptr, d, op, &ld, lp), Status::kSuccess);
+    EXPECT_EQ(attention_backward(handle_, p, d, qp, d, kp, d, vp, nullptr, nullptr, d, op, d, dop, ld, lp, d, dqp, d,
+                                 dkp, d, dvp, wp, 46 * 4),
+              Status::kSuccess);
+    std::vector<float> all = from_device<float>(op, 322);
+    for (void* g : {lp, dqp, dkp, dvp}) {
+      const std::vector<float> part = from_device<float>(g, g == lp ? 46 : 322);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  };
+  const std::vector<float> clean = run_all();
+  for (unsigned long long nth : {1ull, 2ull, 3ull, 4ull, 5ull, 6ull, 7ull, 8ull, 9ull, 10ull, 11ull, 12ull}) {
+    ASSERT_EQ(mlusimInjectDmaBitFlip(0, nth), cnrtSuccess);
+    EXPECT_NE(run_all(), clean) << "DMA " << nth << " was flipped but the results are clean";
+  }
+  EXPECT_EQ(run_all(), clean) << "disarmed after one flip";
+}
+
 TEST_F(AttentionTest, ErrorsNameTheArgument) {
   const TensorDesc q = desc(DType::kFloat32, {1, 2, 8, 16}), k = desc(DType::kFloat32, {1, 2, 9, 16});
   const TensorDesc v = desc(DType::kFloat32, {1, 2, 9, 16}), o = desc(DType::kFloat32, {1, 2, 8, 16});
