@@ -53,6 +53,19 @@ def test_per_channel_match_cpu_exactly(dev, axis):
     assert torch.equal(d_dev.cpu(), d_cpu)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_qadd_matches_the_cpu_reference_chain(dev, relu):
+    a = torch.randint(-128, 128, (2, 8, 5, 7), dtype=torch.int8)
+    b = torch.randint(-128, 128, (2, 8, 5, 7), dtype=torch.int8)
+    v = qd.dequantize_per_tensor(a, 0.02, -128, -128, 127, torch.int8) + \
+        qd.dequantize_per_tensor(b, 0.035, 3, -128, 127, torch.int8)
+    ref = qd.quantize_per_tensor(torch.relu(v) if relu else v, 0.041, -7, -128, 127, torch.int8)
+    a_cl = a.contiguous(memory_format=torch.channels_last).to(dev)  # b is copied to a's strides
+    y = torch.ops.mlu.qadd(a_cl, b.to(dev), 0.02, -128, 0.035, 3, 0.041, -7, relu)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(y.cpu(), ref)
+
+
 def test_errors_name_the_op_and_argument(dev):
     x = torch.randn(8).to(dev)
     with pytest.raises(NotImplementedError, match="quantized_decomposed::quantize_per_tensor: dtype Byte is not supported on device mlu \\(int8 only"):

@@ -1,4 +1,4 @@
-// quantize, dequantize and int8_weight_sums (quant.h): streaming VFU kernels, one BLOCK task per
+// quantize, dequantize, qadd and int8_weight_sums (quant.h): streaming VFU kernels, one BLOCK task per
 // core. The tensor is a list of runs [outer x C runs of `inner` elements] (one run of all elements
 // per tensor), cut into chunks of at most kChunk elements; task t takes chunks t, t + T, ...
 // Per chunk: one copy in, the VFU steps of quant.h's formula, one copy out. Per-channel scales
@@ -26,6 +26,11 @@ constexpr std::size_t kChunk = 4096;
 
 struct StreamJob {
   bool quantize = true;
+  bool add = false;  // qadd: x and x2 dequantized, added (relu), quantized with (y_scale, y_zero_point)
+  std::uint64_t x2 = 0;
+  double scale2 = 1.0, y_scale = 1.0;
+  std::int64_t zero_point2 = 0, y_zero_point = 0;
+  bool relu = false;
   std::uint64_t x = 0, y = 0;
   std::size_t outer = 1, channels = 1, inner = 0;
   bool per_channel = false;
@@ -40,6 +45,8 @@ struct StreamJob {
 void stream_kernel(const StreamJob& j) {
   const Addr f32 = alloc(Space::kNram, kChunk * 4), i32 = alloc(Space::kNram, kChunk * 4),
              i8 = alloc(Space::kNram, kChunk);
+  Addr f32b, i8b;
+  if (j.add) f32b = alloc(Space::kNram, kChunk * 4), i8b = alloc(Space::kNram, kChunk);
   const std::size_t cpr = j.chunks_per_run();
   for (std::size_t it = task_id(); it < j.items(); it += task_dim()) {
     const std::size_t run = it / cpr, e0 = (it % cpr) * kChunk, n = std::min(kChunk, j.inner - e0);
@@ -62,8 +69,23 @@ void stream_kernel(const StreamJob& j) {
       scale = 1.0 / j.scale;  // in double, as Python computes it; the VFU rounds the scalar to fp32
     }
     const std::uint64_t off = run * j.inner + e0;
-    if (j.quantize) {
+    if (j.add) {
+      memcpy(i8, Addr{Space::kGdram, j.x + off}, n, Dir::kGdram2Nram);
+      memcpy(i8b, Addr{Space::kGdram, j.x2 + off}, n, Dir::kGdram2Nram);
+      vec_cast(DType::kFloat32, f32, DType::kInt8, i8, n);
+      vec_binary_scalar(VecBinaryOp::kSub, DType::kFloat32, f32, f32, static_cast<double>(j.zero_point), n);
+      vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, f32, f32, j.scale, n);
+      vec_cast(DType::kFloat32, f32b, DType::kInt8, i8b, n);
+      vec_binary_scalar(VecBinaryOp::kSub, DType::kFloat32, f32b, f32b, static_cast<double>(j.zero_point2), n);
+      vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, f32b, f32b, j.scale2, n);
+      vec_binary(VecBinaryOp::kAdd, DType::kFloat32, f32, f32, f32b, n);
+      if (j.relu) vec_unary(sim::VecUnaryOp::kRelu, DType::kFloat32, f32, f32, n);
+      scale = 1.0 / j.y_scale;
+      zp = j.y_zero_point;
+    } else if (j.quantize) {
       memcpy(f32, Addr{Space::kGdram, j.x + off * 4}, n * 4, Dir::kGdram2Nram);
+    }
+    if (j.quantize || j.add) {
       vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, f32, f32, scale, n);
       vec_cast(DType::kInt32, i32, DType::kFloat32, f32, n);  // round half to even, saturating
       vec_binary_scalar(VecBinaryOp::kMax, DType::kInt32, i32, i32, static_cast<double>(j.quant_min - zp), n);
@@ -125,6 +147,49 @@ Status run_stream(Handle* h, bool quantize, const QuantParams& q, const TensorDe
   return Status::kSuccess;
 }
 
+Status run_qadd(Handle* h, const QAddParams& p, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
+                const void* b_ptr, const TensorDesc& y, void* y_ptr) {
+  constexpr const char* op = "qadd";
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&a, op, "a"));
+  MLU_RETURN_IF_ERROR(check_desc(&b, op, "b"));
+  MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(a, {DType::kInt8}, op, "a"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(b, {DType::kInt8}, op, "b"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_same_shape(a, b, op, "a", "b"));
+  MLU_RETURN_IF_ERROR(check_same_shape(a, y, op, "a", "y"));
+  for (const QuantParams* q : {&p.a, &p.b, &p.y}) {
+    MLU_CHECK(q->axis < 0, Status::kBadParam, std::string(op) + ": per-tensor quantization only");
+    const char* what = q == &p.a ? "a" : q == &p.b ? "b" : "y";
+    MLU_RETURN_IF_ERROR(quant::check_per_tensor(q->scale, q->zero_point, q->quant_min, q->quant_max, op, what));
+  }
+  MLU_CHECK(p.y.quant_min == -128 && p.y.quant_max == 127, Status::kBadParam,
+            std::string(op) + ": y's quant_min/quant_max must be -128/127");
+  MLU_CHECK(a.strides() == b.strides() && a.strides() == y.strides() &&
+                a.span_bytes() == static_cast<std::uint64_t>(a.numel()),
+            Status::kBadParam,
+            std::string(op) + ": a " + a.str() + ", b " + b.str() + " and y " + y.str() +
+                " must be dense with the same strides");
+  MLU_RETURN_IF_ERROR(check_ptr(a_ptr, a, op, "a"));
+  MLU_RETURN_IF_ERROR(check_ptr(b_ptr, b, op, "b"));
+  MLU_RETURN_IF_ERROR(check_ptr(y_ptr, y, op, "y"));
+  StreamJob j;
+  j.quantize = false, j.add = true, j.relu = p.relu;
+  j.x = reinterpret_cast<std::uintptr_t>(a_ptr), j.x2 = reinterpret_cast<std::uintptr_t>(b_ptr);
+  j.y = reinterpret_cast<std::uintptr_t>(y_ptr);
+  j.inner = static_cast<std::size_t>(a.numel());
+  j.scale = p.a.scale, j.zero_point = p.a.zero_point, j.scale2 = p.b.scale, j.zero_point2 = p.b.zero_point;
+  j.y_scale = p.y.scale, j.y_zero_point = p.y.zero_point;
+  if (a.numel() == 0) {
+    record(*h, op, 0, 0, 0);
+    return Status::kSuccess;
+  }
+  MLU_RETURN_IF_ERROR(launch(*h, op, [j] { stream_kernel(j); }, block_dim(*h, j.items()), cnrtFuncTypeBlock));
+  record(*h, op, 0, static_cast<std::uint64_t>(a.numel()) * 3, 1);
+  return Status::kSuccess;
+}
+
 // int8_weight_sums: blocks of whole rows (rows x len <= kChunk), or one row in column pieces.
 struct SumsJob {
   std::uint64_t w = 0, sums = 0;
@@ -163,6 +228,11 @@ Status quantize(Handle* h, const QuantParams& q, const TensorDesc& x, const void
 Status dequantize(Handle* h, const QuantParams& q, const TensorDesc& x, const void* x_ptr, const TensorDesc& y,
                   void* y_ptr) {
   return run_stream(h, false, q, x, x_ptr, y, y_ptr);
+}
+
+Status qadd(Handle* h, const QAddParams& p, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
+            const void* b_ptr, const TensorDesc& y, void* y_ptr) {
+  return run_qadd(h, p, a, a_ptr, b, b_ptr, y, y_ptr);
 }
 
 Status int8_weight_sums(Handle* h, const TensorDesc& w, const void* w_ptr, const TensorDesc& sums, void* sums_ptr) {

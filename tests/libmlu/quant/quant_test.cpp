@@ -97,6 +97,24 @@ TEST_F(Quant, PerChannelAlongAMiddleAxis) {
   }
 }
 
+TEST_F(Quant, AddDequantizesAddsAndRequantizes) {
+  const std::size_t n = 9000;
+  const std::vector<std::int8_t> a = random_int8(n, 5), b = random_int8(n, 6);
+  void* pa = to_device(a);
+  void* pb = to_device(b);
+  void* py = dalloc(n);
+  QAddParams p;
+  p.a.scale = 0.031, p.a.zero_point = -128, p.b.scale = 0.017, p.b.zero_point = 9;
+  p.y.scale = 0.043, p.y.zero_point = -20, p.relu = true;
+  const TensorDesc d = desc(DType::kInt8, {90, 100});
+  ASSERT_EQ(qadd(&h(), p, d, pa, d, pb, d, py), Status::kSuccess) << last_error_detail();
+  const std::vector<std::int8_t> y = from_device<std::int8_t>(py, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float va = (static_cast<float>(a[i]) + 128.0f) * 0.031f, vb = (static_cast<float>(b[i]) - 9.0f) * 0.017f;
+    ASSERT_EQ(y[i], ref_quantize(std::max(va + vb, 0.0f), static_cast<float>(1.0 / 0.043), -20)) << i;
+  }
+}
+
 TEST_F(Quant, WeightSumsAreExact) {
   for (std::int64_t len : {std::int64_t{27}, std::int64_t{5000}}) {  // rows in blocks; one row in pieces
     const std::int64_t oc = 13;

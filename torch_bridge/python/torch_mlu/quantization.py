@@ -18,8 +18,9 @@ convert_pt2e moved to the separate torchao package, which this project does not 
    weights). This CPU model is the accuracy reference (`prepare_int8` returns it).
 4. lower (`lower_to_mlu`): a torch.fx pass rewrites every dq(x_int8) -> conv/linear[-> relu] ->
    q(scale, zero point) into one int8 module (QConv2d / QLinear: torch.ops.mlu.qconv2d / qlinear,
-   libmlu's int8 kernels on the TFU's int8 array, int32 accumulation, requantization). What stays
-   unfused (max pool, residual adds, the final dequantize, layers whose weights are not symmetric)
+   libmlu's int8 kernels on the TFU's int8 array, int32 accumulation, requantization), and every
+   dq(a) + dq(b) [-> relu] -> q (residual connections) into torch.ops.mlu.qadd. What stays
+   unfused (max pool, the final dequantize, layers whose weights are not symmetric)
    runs as the device's quantize / dequantize kernels and fp32 device ops, never on the CPU.
 
 Models torch.fx cannot trace whole (Hugging Face transformers' control flow) are quantized layer
@@ -268,6 +269,55 @@ def _pool_inputs_contiguous(gm):
                 node.args = (gm.graph.call_method("contiguous", (node.args[0],)),) + tuple(node.args[1:])
 
 
+def _relu_user(gm, node):
+    """node's single user when it is a relu (module, function or method), else None."""
+    users = list(node.users)
+    if len(users) != 1:
+        return None
+    u = users[0]
+    if u.op == "call_module" and isinstance(gm.get_submodule(u.target), nn.ReLU):
+        return u
+    return u if _relu_node(u) or (u.op == "call_function" and u.target is torch.relu_) else None
+
+
+def _fuse_adds(gm):
+    """dq(a) + dq(b) [-> relu] -> q (a residual connection) -> torch.ops.mlu.qadd(a, b, ...):
+    one pass over int8 tensors instead of two dequantizes, an fp32 add, a relu and a quantize.
+    Returns how many were fused."""
+    graph, fused = gm.graph, 0
+    for node in list(graph.nodes):
+        if not (node.op == "call_function" and node.target in (operator.add, torch.add) and len(node.args) == 2
+                and not node.kwargs):
+            continue
+        a, b = node.args
+        if not all(isinstance(t, torch.fx.Node) and _is(t, _qd.dequantize_per_tensor.default) for t in (a, b)):
+            continue
+        tail, relu = node, False
+        r = _relu_user(gm, node)
+        if r is not None:
+            tail, relu = r, True
+        users = list(tail.users)
+        if len(users) != 1 or not _is(users[0], _qd.quantize_per_tensor.default) or len(node.users) != 1:
+            continue
+        q = users[0]
+        qa, qb, qy = _int8_args(a), _int8_args(b), _int8_args(q)
+        if qa is None or qb is None or qy is None:
+            continue
+        with graph.inserting_before(q):
+            new = graph.call_function(torch.ops.mlu.qadd.default,
+                                      (a.args[0], b.args[0], qa[0], qa[1], qb[0], qb[1], qy[0], qy[1], relu))
+        q.replace_all_uses_with(new)
+        graph.erase_node(q)
+        if tail is not node:
+            graph.erase_node(tail)
+        graph.erase_node(node)
+        for d in {a, b}:
+            if not d.users:
+                graph.erase_node(d)
+        fused += 1
+    return fused
+
+
 def lower_graph(gm):
     """The pass of step 4 over one converted GraphModule (in place). Returns the number of
     conv/linear layers turned into int8 device modules."""
@@ -308,6 +358,7 @@ def lower_graph(gm):
         if not dq.users:
             graph.erase_node(dq)
         fused += 1
+    _fuse_adds(gm)
     _pool_inputs_contiguous(gm)
     graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()

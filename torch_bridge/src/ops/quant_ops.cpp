@@ -16,6 +16,11 @@
 //       int8 x [N, C, H, W] (made channels_last on the device if it is not), int8 w [OC, C, KH, KW]
 //       (channels_last), fp32 w_scales [OC] (symmetric weights), fp32 bias: the int8 convolution
 //       on the TFU's int8 array with requantization (libmlu qconv2d); y int8, channels_last.
+//   mlu::qadd(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale, int b_zero_point,
+//             float y_scale, int y_zero_point, bool relu) -> Tensor
+//       int8 a, b of the same shape: quantize(relu?(dequantize(a) + dequantize(b))) in one pass
+//       (libmlu qadd), bit for bit the reference chain; y takes a's strides (b is copied to them
+//       on the device when its strides differ).
 //   mlu::qlinear(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, float x_scale,
 //                int x_zero_point, float y_scale, int y_zero_point, bool relu) -> Tensor
 //       int8 x [..., K], w [N, K]: y int8 [..., N] (libmlu qlinear).
@@ -231,9 +236,36 @@ Tensor qlinear(const Tensor& x, const Tensor& w, const Tensor& w_scales, const s
   return y.view(sizes);
 }
 
+Tensor qadd(const Tensor& a, const Tensor& b, double a_scale, std::int64_t a_zp, double b_scale, std::int64_t b_zp,
+            double y_scale, std::int64_t y_zp, bool relu) {
+  OpScope op("mlu::qadd", a);
+  check_on_device(a, op.device(), op.name(), "a");
+  check_on_device(b, op.device(), op.name(), "b");
+  check_int8(a.scalar_type(), op.name(), "a");
+  check_int8(b.scalar_type(), op.name(), "b");
+  TORCH_CHECK(a.sizes() == b.sizes(), op.name(), ": a ", a.sizes(), " and b ", b.sizes(),
+              " must have the same shape (no broadcasting)");
+  const Tensor ad = dense_input(a);
+  Tensor bd = b;
+  if (bd.strides() != ad.strides()) {
+    bd = at::empty_strided(ad.sizes(), ad.strides(), ad.options());
+    copy_into(op, b, bd);
+  }
+  Tensor y = at::empty_strided(ad.sizes(), ad.strides(), ad.options());
+  mlu::QAddParams p;
+  p.a = per_tensor(a_scale, a_zp, -128, 127), p.b = per_tensor(b_scale, b_zp, -128, 127);
+  p.y = per_tensor(y_scale, y_zp, -128, 127), p.relu = relu;
+  op.check(mlu::qadd(op.handle(), p, desc(ad, op.name()), ad.data_ptr(), desc(bd, op.name()), bd.data_ptr(),
+                     desc(y, op.name()), y.data_ptr()),
+           "qadd");
+  return y;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(mlu, m) {
+  m.def("qadd(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale, int b_zero_point, float y_scale, "
+        "int y_zero_point, bool relu) -> Tensor");
   m.def("int8_weight_sums(Tensor w) -> Tensor");
   m.def("qconv2d(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, int[2] stride, int[2] padding, "
         "int[2] dilation, float x_scale, int x_zero_point, float y_scale, int y_zero_point, bool relu) -> Tensor");
@@ -245,6 +277,7 @@ TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {
   m.impl("int8_weight_sums", TORCH_FN(int8_weight_sums));
   m.impl("qconv2d", TORCH_FN(qconv2d));
   m.impl("qlinear", TORCH_FN(qlinear));
+  m.impl("qadd", TORCH_FN(qadd));
 }
 
 // The schemas are torch's (quantized_decomposed is defined when torch.ao.quantization.fx._decomposed

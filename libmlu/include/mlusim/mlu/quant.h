@@ -74,6 +74,17 @@ Status quantize(Handle* h, const QuantParams& q, const TensorDesc& x, const void
 Status dequantize(Handle* h, const QuantParams& q, const TensorDesc& x, const void* x_ptr, const TensorDesc& y,
                   void* y_ptr);
 
+// y (int8) = quantize(act(dequantize(a) + dequantize(b))), act = relu or none: torch.ao's
+// reference chain dq -> add [-> relu] -> q (a residual connection) as one pass over int8 tensors,
+// with exactly the fp32 steps of dequantize, an fp32 add, relu, and quantize (so bit for bit the
+// CPU's reference). a, b, y: int8, the same dims and the same dense strides; per tensor only.
+struct QAddParams {
+  QuantParams a, b, y;
+  bool relu = false;
+};
+Status qadd(Handle* h, const QAddParams& p, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
+            const void* b_ptr, const TensorDesc& y, void* y_ptr);
+
 // sums (int32 [OC]) = the sum of each output channel's int8 weights (w [OC, ...] contiguous): the
 // zero-point correction of qconv2d/qlinear, computed once per weight (a "prepack" step).
 Status int8_weight_sums(Handle* h, const TensorDesc& w, const void* w_ptr, const TensorDesc& sums, void* sums_ptr);
