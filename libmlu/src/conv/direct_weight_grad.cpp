@@ -448,15 +448,16 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             if (s > 1 && cores * b.acc > d.sram_bytes) continue;
             const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
             const std::size_t rounds = ceil_div(jobs, clusters * cores);
-            double load = io(x_tile + dy_tile);
+            double load = io(x_tile + dy_tile), moves = static_cast<double>(g.taps) * copy;
             if (shared) {
               const double sram_copy = d.move_latency_cycles + std::max(x_tile / d.move_dma_bpc,
                                                                         x_tile * static_cast<double>(cores + 1) / d.sram_bpc);
               const double stage = d.io_latency_cycles + std::max(x_tile / d.memcore_dma_bpc,
                                                                   x_tile * static_cast<double>(clusters) / d.dram_bpc);
               load = std::max({io(dy_tile), sram_copy, stage});
+              moves += sram_copy;  // the core's one Move-DMA engine carries the SRAM copy and the windows
             }
-            const double tile = tr + std::max(static_cast<double>(g.taps) * std::max(mm, copy), load);
+            const double tile = tr + std::max({static_cast<double>(g.taps) * mm, moves, load});
             const double x_reads = shared ? static_cast<double>(nob / cores) : static_cast<double>(nob);
             const double dram_bytes = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes + dw_bytes;
             const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +

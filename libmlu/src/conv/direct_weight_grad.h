@@ -29,7 +29,8 @@
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
-//   tile   = transpose(ocb, ocb, P) + max(taps x max(mm(ocb, P, cb), copy_t), load)
+//   tile   = transpose(ocb, ocb, P) + max(taps x mm(ocb, P, cb), taps x copy_t (+ the SRAM -> NRAM
+//     copy when shared: the core's one Move-DMA engine carries both), load)
 //     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = move latency + P x cb x es / move
 //     rate, load = the tile's x and dY bytes at the IO-DMA rate or the core's share of DRAM;
 //   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
