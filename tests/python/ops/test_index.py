@@ -362,3 +362,37 @@ def test_module_to_device_keeps_tied_parameters(dev):
     assert m.emb.weight is m.head.weight and m.emb.weight.is_mlu
     m.to("cpu")
     assert m.emb.weight is m.head.weight and not m.emb.weight.is_mlu
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(dev, mode):
+    """F.embedding_bag / _embedding_bag on the device (composite_ops.cpp: searchsorted bags,
+    index_select rows, scatter_add / scatter_reduce per bag): an empty bag, padding_idx, 2-D input,
+    include_last_offset, per_sample_weights (sum), and torch's four outputs."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(10, 3, generator=g)
+    idx, off = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 0]), torch.tensor([0, 4, 4, 7])
+    for pad in (None, 4):
+        torch.testing.assert_close(F.embedding_bag(idx.to(dev), w.to(dev), off.to(dev), mode=mode, padding_idx=pad).cpu(),
+                                   F.embedding_bag(idx, w, off, mode=mode, padding_idx=pad))
+    two_d = torch.randint(0, 10, (3, 4), generator=g)
+    torch.testing.assert_close(F.embedding_bag(two_d.to(dev), w.to(dev), mode=mode).cpu(), F.embedding_bag(two_d, w, mode=mode))
+    last = torch.tensor([0, 3, 10])
+    torch.testing.assert_close(F.embedding_bag(idx.to(dev), w.to(dev), last.to(dev), mode=mode, include_last_offset=True).cpu(),
+                               F.embedding_bag(idx, w, last, mode=mode, include_last_offset=True))
+    mode_id = {"sum": 0, "mean": 1, "max": 2}[mode]
+    ref = torch.ops.aten._embedding_bag(w, idx, off, False, mode_id, False, None, False, -1)
+    got = torch.ops.aten._embedding_bag(w.to(dev), idx.to(dev), off.to(dev), False, mode_id, False, None, False, -1)
+    torch.testing.assert_close(got[0].cpu(), ref[0])
+    if mode != "sum":  # the CPU leaves offset2bag and bag_size unset for plain sums (CUDA, as the device, fills them)
+        assert torch.equal(got[1].cpu(), ref[1]) and torch.equal(got[2].cpu(), ref[2])
+    h = F.embedding_bag(idx.to(dev), w.half().to(dev), off.to(dev), mode=mode).cpu()  # fp16: accumulated in fp32
+    exact = {"rtol": 0, "atol": 0} if mode != "mean" else {}  # the CPU rounds the fp16 sum before dividing
+    torch.testing.assert_close(h, F.embedding_bag(idx, w.half(), off, mode=mode), **exact)
+    if mode == "max":
+        assert torch.equal(got[3].cpu(), ref[3])
+    if mode == "sum":
+        psw = torch.rand(10, generator=g)
+        torch.testing.assert_close(F.embedding_bag(idx.to(dev), w.to(dev), off.to(dev), mode="sum",
+                                                   per_sample_weights=psw.to(dev)).cpu(),
+                                   F.embedding_bag(idx, w, off, mode="sum", per_sample_weights=psw))

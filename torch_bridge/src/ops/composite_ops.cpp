@@ -16,13 +16,18 @@
 //   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
 //   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
 //   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
+//   _embedding_bag (sum / mean / max, per_sample_weights, padding_idx): each index's bag by
+//     searchsorted over the offsets, index_select of the rows, scatter_add / scatter_reduce amax per
+//     bag                                             [EmbeddingBag.cu]
 //   upsample nearest / nearest-exact / linear / bilinear / trilinear (+ backward): index_select per
 //     spatial dim, weights from a program (index_add back)  [UpSampleNearest*.cu, UpSampleBilinear2d.cu]
 //   reflection_pad / replication_pad 1d-3d (+ backward) = index_select per padded dim with the
 //     source index of each output position (index_add back)  [ReflectionPad.cu, ReplicationPadding.cu]
+#include <algorithm>
 #include <iomanip>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -48,6 +53,12 @@
 #include <ATen/ops/scatter_add.h>
 #include <ATen/ops/sin.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/scatter_reduce.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -278,6 +289,77 @@ Tensor& mlu_index_add_out(const Tensor& self, int64_t dim, const Tensor& index, 
 }
 Tensor& mlu_index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
   return write_out(mlu_index_add(self, dim, index, source, alpha), self, "aten::index_add_");
+}
+
+// ---- embedding_bag -----------------------------------------------------------------------------------
+//
+// _embedding_bag / _embedding_bag_forward_only (F.embedding_bag, nn.EmbeddingBag): the bag of every
+// index from searchsorted(offsets, position, right) - 1, the rows by index_select, then per bag:
+//   sum   scatter_add of the rows (times per_sample_weights)
+//   mean  the sum divided by the bag's count of indices (an empty bag stays 0)
+//   max   scatter_reduce amax over the bag's rows (include_self=False: an empty bag stays 0); the
+//         max index = the first position in the bag holding the max (torch's strict > scan), as
+//         scatter_reduce amin of where(row == max, position, n)
+// Indices equal to padding_idx do not count: their rows go to a dropped extra bag. Returns torch's
+// (output, offset2bag, bag_size, max_indices); the backward is torch's formula over them.
+std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_embedding_bag(const Tensor& weight, const Tensor& indices,
+                                                             const Tensor& offsets, bool /*scale_grad_by_freq*/,
+                                                             int64_t mode, bool /*sparse*/,
+                                                             const std::optional<Tensor>& per_sample_weights,
+                                                             bool include_last_offset, int64_t padding_idx) {
+  const char* name = "aten::_embedding_bag";
+  OpScope op(name, weight);
+  TORCH_CHECK(weight.dim() == 2, name, ": weight must be 2-D, got ", weight.sizes());
+  TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, name, ": input and offsets must be 1-D here (the functional ",
+              "flattens 2-D input), got ", indices.sizes(), " and ", offsets.sizes());
+  TORCH_CHECK(mode >= 0 && mode <= 2, name, ": mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
+  const bool psw = per_sample_weights.has_value() && per_sample_weights->defined();
+  TORCH_CHECK(!psw || mode == 0, "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported "
+              "for mode='sum' (got mode='", mode == 1 ? "mean" : "max", "'). Please open a feature request on GitHub.");
+  const int64_t n = indices.numel(), d = weight.size(1);
+  const int64_t bags = include_last_offset ? std::max<int64_t>(offsets.numel() - 1, 0) : offsets.numel();
+  const auto dev = at::TensorOptions().device(op.device());
+  const Tensor idx = indices.to(at::kLong), starts = offsets.to(at::kLong).narrow(0, 0, bags).contiguous();
+  // offset2bag[i]: the last bag starting at or before position i.
+  const Tensor pos = at::arange(n, dev.dtype(at::kLong));
+  Tensor offset2bag = n == 0 || bags == 0 ? at::zeros({n}, dev.dtype(at::kLong))
+                                          : at::sub(at::searchsorted(starts, pos, false, /*right=*/true), 1);
+  // Padding entries (and positions before the first offset) go to the extra bag `bags`.
+  Tensor bag = offset2bag;
+  if (padding_idx >= 0 && n > 0) bag = at::where(at::eq(idx, padding_idx), bags, offset2bag);
+  const Tensor counted = at::ne(bag, bags);
+  const Tensor bag_size = at::zeros({bags + 1}, dev.dtype(at::kLong))
+                              .scatter_add(0, bag, counted.to(at::kLong)).narrow(0, 0, bags);
+  // Sums and means accumulate fp16/bf16 rows in fp32 and round once (torch's CPU and CUDA kernels).
+  const at::ScalarType acc = mode != 2 && weight.scalar_type() != at::kFloat ? at::kFloat : weight.scalar_type();
+  Tensor rows = at::index_select(weight, 0, idx).to(acc);  // [n, d]
+  if (psw) rows = at::mul(rows, per_sample_weights->to(acc).view({-1, 1}));
+  const Tensor bag2d = bag.view({-1, 1}).expand({n, d});
+  Tensor out = at::zeros({bags + 1, d}, weight.options().dtype(acc));
+  Tensor max_indices = at::zeros({bags, mode == 2 ? d : 0}, dev.dtype(at::kLong));
+  if (n > 0) {
+    if (mode == 2) {
+      out = out.scatter_reduce(0, bag2d, rows, "amax", /*include_self=*/false);
+      const Tensor hit = at::eq(rows, at::index_select(out, 0, bag));
+      const Tensor first = at::full({bags + 1, d}, n, dev.dtype(at::kLong))
+                               .scatter_reduce(0, bag2d, at::where(hit, pos.view({-1, 1}), n), "amin", true)
+                               .narrow(0, 0, bags);
+      // An empty bag (first == n) reads the appended 0: its max index is 0, as the CPU's.
+      const Tensor padded_idx = at::cat({idx, at::zeros({1}, dev.dtype(at::kLong))});
+      max_indices = at::index_select(padded_idx, 0, first.reshape({-1})).view({bags, d});
+    } else {
+      out = out.scatter_add(0, bag2d, rows);
+    }
+  }
+  out = out.narrow(0, 0, bags);
+  if (mode == 1) out = at::div(out, at::clamp_min(bag_size, 1).view({-1, 1}).to(acc));
+  return std::make_tuple(out.to(weight.scalar_type()).contiguous(), offset2bag, bag_size, max_indices);
+}
+std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_embedding_bag_forward_only(
+    const Tensor& weight, const Tensor& indices, const Tensor& offsets, bool scale_grad_by_freq, int64_t mode,
+    bool sparse, const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx) {
+  return mlu_embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                           include_last_offset, padding_idx);
 }
 
 // ---- reflection / replication padding ----------------------------------------------------------------
@@ -542,6 +624,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("take", TORCH_FN(mlu_take));
   m.impl("take.out", TORCH_FN(mlu_take_out));
   m.impl("channel_shuffle", TORCH_FN(mlu_channel_shuffle));
+  m.impl("_embedding_bag", TORCH_FN(mlu_embedding_bag));
+  m.impl("_embedding_bag_forward_only", TORCH_FN(mlu_embedding_bag_forward_only));
   m.impl("index_add", TORCH_FN(mlu_index_add));
   m.impl("index_add.out", TORCH_FN(mlu_index_add_out));
   m.impl("index_add_", TORCH_FN(mlu_index_add_));
