@@ -1,0 +1,40 @@
+"""torchvision's detection ops registered for the device (src/ops/vision_ops.cpp) against
+torchvision's CPU kernels: nms (ties in score, overlapping clusters, thresholds, empty, fp16)."""
+
+import pytest
+import torch
+
+torchvision = pytest.importorskip("torchvision")
+
+DEV = "mlu"
+
+
+def random_boxes(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    xy = torch.rand(n, 2, generator=g) * 20
+    wh = torch.rand(n, 2, generator=g) * 8 + 0.5
+    return torch.cat([xy, xy + wh], 1), torch.rand(n, generator=g)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.7])
+def test_nms_matches_torchvision(dev, threshold):
+    boxes, scores = random_boxes(60, 1)
+    scores[5] = scores[9]  # a tie: the lower index comes first (stable sort)
+    want = torchvision.ops.nms(boxes, scores, threshold)
+    got = torchvision.ops.nms(boxes.to(DEV), scores.to(DEV), threshold)
+    assert got.device.type == "mlu" and got.dtype == torch.int64
+    assert torch.equal(got.cpu(), want)
+    # batched_nms (per-class offsets, then nms) goes through the same op
+    classes = torch.randint(0, 3, (60,), generator=torch.Generator().manual_seed(2))
+    assert torch.equal(torchvision.ops.batched_nms(boxes.to(DEV), scores.to(DEV), classes.to(DEV), threshold).cpu(),
+                       torchvision.ops.batched_nms(boxes, scores, classes, threshold))
+
+
+def test_nms_edge_cases(dev):
+    empty = torchvision.ops.nms(torch.empty(0, 4).to(DEV), torch.empty(0).to(DEV), 0.5)
+    assert empty.shape == (0,) and empty.dtype == torch.int64
+    boxes, scores = random_boxes(30, 3)
+    got = torchvision.ops.nms(boxes.half().to(DEV), scores.half().to(DEV), 0.5).cpu()
+    assert torch.equal(got, torchvision.ops.nms(boxes.half().float(), scores.half().float(), 0.5))
+    with pytest.raises(RuntimeError, match="4 elements in dimension 1"):
+        torchvision.ops.nms(torch.zeros(3, 5).to(DEV), torch.zeros(3).to(DEV), 0.5)
