@@ -557,6 +557,23 @@ TEST_F(ConvTest, RandomShapes) {
   }
 }
 
+TEST_F(ConvTest, RandomShapesChannelsLast) {
+  // The direct kernels (forward, backward-data phases, backward-weight) on random geometry.
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const Format cl = Format::kChannelsLast;
+  for (int iter = 0; iter < 20; ++iter) {
+    Case k{pick(1, 3), pick(4, 12), pick(4, 12), pick(4, 12), pick(1, 10), pick(1, 4), pick(1, 4),
+           params(pick(0, 2), pick(0, 2), pick(1, 3), pick(1, 3), pick(1, 2), pick(1, 2), 1)};
+    if ((k.kh - 1) * k.p.dilation_h + 1 > k.h + 2 * k.p.pad_h || (k.kw - 1) * k.p.dilation_w + 1 > k.w + 2 * k.p.pad_w)
+      continue;
+    SCOPED_TRACE("case " + std::to_string(iter));
+    forward<float>(k, cl, cl, cl, pick(0, 1), 1e-4);
+    backward_data<float>(k, cl, cl, cl, 1e-4);
+    backward_weight<float>(k, cl, cl, cl, 1e-4);
+  }
+}
+
 TEST_F(ConvTest, EmptyBatchLaunchesNothing) {
   const Case k{0, 3, 5, 5, 4, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   forward<float>(k, Format::kNchw, Format::kNchw, Format::kNchw, true, 0);
