@@ -235,3 +235,34 @@ def test_elementwise_into_stores_into_a_strided_view_and_checks_out(dev):
         torch.ops.mlu.elementwise_into([x.to(dev)], "add($0, 1.0)", torch.empty(4, 3, dtype=torch.int32, device=dev))
     with pytest.raises(ValueError, match="does not broadcast to out's shape"):
         torch.ops.mlu.elementwise_into([x.to(dev)], "neg($0)", torch.empty(2, 3, device=dev))
+
+
+def test_cpu_scalar_tensors_with_device_tensors_run_on_the_device(dev):
+    # Eager mixes 0-dim CPU tensors with device tensors. Inductor would run `cpu_scalar * x` as a
+    # CPU kernel over device memory (it picks a pointwise kernel's device from its first input when
+    # none is a GPU type); on mlu the CPU scalars are placed on the device first.
+    x = torch.randn(4, 8)
+    s = torch.tensor(2.5)
+
+    def scalar_first(s, x):
+        return s * x + 1
+
+    out, kernels = new_kernels(scalar_first, s, x.to(dev))
+    assert out.device == x.to(dev).device
+    torch.testing.assert_close(out.cpu(), scalar_first(s, x))
+    assert len(kernels) == 1 and kernels[0]["launches"]["program"] == 1
+
+    def scalar_last(x, s):
+        return x * s - s
+
+    out = torch.compile(scalar_last)(x.to(dev), s)
+    torch.testing.assert_close(out.cpu(), scalar_last(x, s))
+
+    # A scalar the graph itself builds (torch.scalar_tensor defaults to the CPU) is built on mlu.
+    def built(x):
+        return torch.scalar_tensor(3.0) + x.sum(1)
+
+    torch.testing.assert_close(torch.compile(built)(x.to(dev)).cpu(), built(x), rtol=1e-5, atol=1e-5)
+    # An integer 0-dim CPU tensor keeps type promotion as eager: int scalar * float tensor -> float.
+    n = torch.tensor(3)
+    torch.testing.assert_close(torch.compile(scalar_first)(n, x.to(dev)).cpu(), scalar_first(n, x))

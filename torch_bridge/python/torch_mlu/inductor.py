@@ -113,7 +113,8 @@ def _op_overrides():
 
 
 def _device_pass():
-    """The device's post-grad pass (Inductor runs it on every graph that touches mlu): GEMM and
+    """The device's post-grad pass (Inductor runs it on every graph that touches mlu): 0-dim CPU
+    tensors read by mlu ops onto the device (inductor_passes.place_cpu_scalars), then GEMM and
     convolution epilogues onto libmlu's fused kernels (inductor_passes.fuse_epilogues). Its uuid()
     is a hash of the device codegen's source: Inductor's FX graph cache keys on it, so a cached
     compiled graph is never reused across codegen changes."""
@@ -128,10 +129,11 @@ def _device_pass():
                  "inductor_runtime.py"):
         digest.update((here / name).read_bytes())
 
-    from .inductor_passes import fuse_epilogues  # noqa: PLC0415
+    from .inductor_passes import fuse_epilogues, place_cpu_scalars  # noqa: PLC0415
 
     class DevicePass(CustomGraphModulePass):
         def __call__(self, gm):
+            place_cpu_scalars(gm)
             fuse_epilogues(gm)
 
         def uuid(self):

@@ -1,9 +1,18 @@
-"""Inductor's post-grad graph pass for the device: GEMM and convolution epilogues onto libmlu's
-fused kernels (the device's answer to Inductor's GEMM/conv templates with epilogues).
+"""Inductor's post-grad graph passes for the device: 0-dim CPU tensors that mlu ops read are
+placed on the device (place_cpu_scalars), and GEMM and convolution epilogues go onto libmlu's
+fused kernels (fuse_epilogues: the device's answer to Inductor's GEMM/conv templates with
+epilogues).
 
 Runs on every post-grad ATen graph that touches mlu (registered as the device's custom backend
 pass, torch_mlu/inductor.py), before Inductor lowers it:
 
+- A 0-dim CPU tensor read by an op whose result is on mlu (``torch.tensor(2.0) * x``, a
+  ``scalar_tensor`` the graph builds, a Python number Dynamo passes as a 0-dim CPU tensor): eager
+  mixes such "CPU scalars" with device tensors, but Inductor picks a pointwise kernel's device from
+  its first GPU-type input, else from its first input (``make_pointwise``), and "mlu" is not one
+  of its GPU types: ``cpu_scalar * x`` would become a CPU kernel reading device memory. A
+  constructor whose every user is on mlu is built on mlu instead; any other such tensor gets one
+  ``prims.device_put`` to mlu (a host-to-device copy of one element) that the mlu users read.
 - ``act(addmm(bias, x, permute(w, [1, 0])))`` and ``act(mm(x, permute(w, [1, 0])))`` ->
   ``mlu::linear_act(x, w, bias, act)``: one GEMM whose epilogue adds the bias and applies the
   activation before its one store (libmlu linear_act), instead of a GEMM plus a kernel.
@@ -24,7 +33,7 @@ import operator
 
 import torch
 
-__all__ = ["epilogue_matches", "fuse_epilogues", "register_fake_kernels"]
+__all__ = ["epilogue_matches", "fuse_epilogues", "place_cpu_scalars", "register_fake_kernels"]
 
 aten = torch.ops.aten
 
@@ -116,6 +125,50 @@ def _replace(graph, old, target, args):
     new.meta["val"] = target(*[a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args])
     old.replace_all_uses_with(new)
     return new
+
+
+def _device_of(node):
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return val.device if isinstance(val, torch.Tensor) else None
+
+
+def _is_cpu_scalar(node):
+    device = _device_of(node)
+    return device is not None and device.type == "cpu" and node.meta["val"].dim() == 0
+
+
+def place_cpu_scalars(gm):
+    """Places the 0-dim CPU tensors that mlu ops read on the device (see the module docstring);
+    returns how many were moved (constructors) or copied."""
+    from torch._subclasses.fake_tensor import _is_tensor_constructor  # noqa: PLC0415
+
+    graph = gm.graph
+    copies = {}  # (cpu node, device) -> its copy on the device
+    moved = 0
+    for node in list(graph.nodes):
+        device = _device_of(node)
+        if node.op != "call_function" or device is None or device.type != "mlu":
+            continue
+        for arg in [a for a in node.all_input_nodes if _is_cpu_scalar(a)]:
+            val = arg.meta["val"]
+            constructor = (arg.op == "call_function" and isinstance(arg.target, torch._ops.OpOverload)
+                           and _is_tensor_constructor(arg.target))
+            if constructor and all(_device_of(u) == device for u in arg.users):
+                arg.kwargs = {**arg.kwargs, "device": device}
+                with val.fake_mode:
+                    arg.meta["val"] = val.to(device)
+                moved += 1
+                continue
+            if (arg, device) not in copies:
+                with graph.inserting_after(arg):
+                    copy = graph.call_function(torch.ops.prims.device_put.default, (arg, device))
+                with val.fake_mode:
+                    copy.meta["val"] = val.to(device)
+                copies[(arg, device)] = copy
+            node.replace_input_with(arg, copies[(arg, device)])
+    if moved or copies:
+        gm.recompile()
+    return moved + len(copies)
 
 
 def fuse_epilogues(gm):
