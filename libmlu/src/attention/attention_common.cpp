@@ -226,7 +226,11 @@ Status plan_attention(const Handle& h, const char* op, const Problem& pr, Kernel
       block = std::max(block, dm.io_latency_cycles + bytes / std::min(dm.io_dma_bpc, dm.dram_bpc / cores));
       const double items = static_cast<double>(pr.bh() * ceil_div(resident, r));
       const double blocks = static_cast<double>(ceil_div(streamed, c));
-      const double per_core = std::ceil(items / cores) * blocks * block;
+      // The first step's copies (its resident block and first streamed block) have no compute to
+      // hide behind, and every core issues them at once.
+      const double first = (static_cast<double>(nr * (by_keys ? D + Dv : D)) * es + bytes) /
+                           std::min(dm.io_dma_bpc, dm.dram_bpc / cores);
+      const double per_core = std::ceil(items / cores) * blocks * block + first;
       const double dram = items * blocks * bytes / dm.dram_bpc;  // all cores share DRAM
       const double cost = std::max(per_core, dram);
       if (best < 0 || cost < best) best = cost, plan->br = br, plan->bc = bc;
