@@ -32,6 +32,9 @@
 //   DMA  (c x D + c x Dv) x es bytes + the mask block, overlapped with the compute above
 // GDRAM traffic: Q and O once, K and V once per query block (ceil(L / Br) times), the mask once
 // per element; never anything of size L x S besides a full mask the caller passed.
+// Br and Bc (multiples of 16) are chosen per call from these formulas, the tasks' balance over the
+// cores, the cores' fair share of DRAM and the first block's exposed copies, among the tilings
+// whose buffers fit core.nram_bytes and core.wram_bytes (attention/attention_common.cpp).
 //
 // The backward recomputes P from Q, K and the logsumexp (no stored probabilities):
 //   D_r = rowsum(dO ∘ O);  dP = dO V^T;  dS = P ∘ (dP - D);  dQ = scale dS K;
