@@ -137,7 +137,9 @@ struct ConvCase {
   std::int64_t n, c, h, w, oc, kh, kw, stride, pad, dil, x_zp;
   bool bias, relu;
   bool staged;  // the plan stages the weights per cluster in SRAM (UNION1)
+  const char* name;
 };
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.name; }
 
 class QConv : public Quant, public ::testing::WithParamInterface<ConvCase> {};
 
@@ -207,10 +209,11 @@ TEST_P(QConv, MatchesTheExactIntegerReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, QConv,
-    ::testing::Values(ConvCase{2, 5, 7, 6, 9, 3, 3, 2, 1, 1, 3, true, true, false},        // stride 2, zero point padding
-                      ConvCase{1, 1024, 5, 5, 37, 3, 3, 1, 1, 1, -128, true, false, false},  // Cin in steps (any chunk > WRAM)
-                      ConvCase{1, 16, 9, 9, 8, 3, 3, 1, 2, 2, 0, false, true, false},        // dilation, x_zp 0
-                      ConvCase{4, 64, 12, 12, 64, 3, 3, 1, 1, 1, -128, true, true, true}));  // weights staged per cluster
+    ::testing::Values(ConvCase{2, 5, 7, 6, 9, 3, 3, 2, 1, 1, 3, true, true, false, "Stride2ZeroPointPadding"},
+                      ConvCase{1, 1024, 5, 5, 37, 3, 3, 1, 1, 1, -128, true, false, false, "InputChannelSteps"},  // any chunk > WRAM
+                      ConvCase{1, 16, 9, 9, 8, 3, 3, 1, 2, 2, 0, false, true, false, "DilationNoZeroPoint"},
+                      ConvCase{4, 64, 12, 12, 64, 3, 3, 1, 1, 1, -128, true, true, true, "WeightsStagedPerCluster"}),
+    [](const ::testing::TestParamInfo<ConvCase>& info) { return std::string(info.param.name); });
 
 TEST_F(Quant, LinearMatchesTheExactIntegerReference) {
   const std::int64_t m = 19, k = 70, n = 45;
