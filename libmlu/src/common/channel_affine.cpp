@@ -1,4 +1,5 @@
 #include "common/channel_affine.h"
+#include "common/int_math.h"
 
 namespace mlusim::mlu {
 
@@ -8,8 +9,6 @@ using sim::VecBinaryOp;
 using sim::VecUnaryOp;
 
 namespace {
-
-std::size_t up128(std::size_t bytes) { return (bytes + 127) / 128 * 128; }
 
 const ChannelVector& vec(const ChannelAffine& a, int k) {
   const ChannelVector* v[5] = {&a.gamma, &a.beta, &a.mean, &a.var, &a.bias};

@@ -9,12 +9,13 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
+#include "conv/conv_plan.h"
 #include "conv/conv_shape.h"
 #include "conv/depthwise.h"
 #include "conv/dilate.h"
 #include "conv/direct_conv.h"
-#include "conv/conv_plan.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
 #include "gemm/device_model.h"
@@ -51,7 +52,6 @@ struct Setup {
   gemm::GemmPlan plan;
 };
 
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorDesc& w, const TensorDesc& dx,
              std::size_t workspace_limit, Setup* st) {

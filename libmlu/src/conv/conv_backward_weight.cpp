@@ -8,12 +8,13 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
+#include "conv/conv_plan.h"
 #include "conv/conv_shape.h"
 #include "conv/deinterleave.h"
 #include "conv/depthwise.h"
 #include "conv/direct_weight_grad.h"
-#include "conv/conv_plan.h"
 #include "conv/image_columns.h"
 #include "conv/layout_moves.h"
 #include "gemm/device_model.h"
@@ -43,7 +44,6 @@ struct Setup {
   gemm::GemmPlan plan;
 };
 
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& dy, const TensorDesc& dw,
              std::size_t workspace_limit, Setup* st) {

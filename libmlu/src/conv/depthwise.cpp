@@ -6,6 +6,7 @@
 #include "common/activation.h"
 #include "common/channel_affine.h"
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "conv/dilate.h"
 #include "conv/image_columns.h"
@@ -17,8 +18,6 @@ using namespace mlusim::dev;
 using sim::VecBinaryOp;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 // A band of output rows [y0, y1) and the padded input band it reads: input row lo + r and column
 // x_lo + q sit at band element r * pitch + q (zeros outside the input). An accumulator with the

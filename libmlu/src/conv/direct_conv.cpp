@@ -6,6 +6,7 @@
 
 #include "common/activation.h"
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "gemm/epilogue.h"
@@ -18,10 +19,6 @@ using gemm::Span;
 using gemm::split_units;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
-std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // What planner and kernel derive alike from the convolution.
 struct Geometry {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "gemm/operands.h"
@@ -17,10 +18,6 @@ using gemm::Span;
 using gemm::split_units;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
-std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // What planner and kernel derive alike from the convolution (the forward's input-tile geometry).
 struct Geometry {

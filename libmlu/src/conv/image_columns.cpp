@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/copy_shape.h"
+#include "common/int_math.h"
 
 namespace mlusim::mlu::conv {
 
@@ -12,7 +13,6 @@ using gemm::split_units;
 
 namespace {
 
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
 

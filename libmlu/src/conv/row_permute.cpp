@@ -5,6 +5,7 @@
 
 #include "common/copy_shape.h"
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "mlusim/sim/kernel_api.h"
@@ -14,8 +15,6 @@ namespace mlusim::mlu::conv {
 using namespace mlusim::dev;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 struct Job {
   RowPermute p;

@@ -1,6 +1,7 @@
 #include "gemm/epilogue.h"
 
 #include "common/activation.h"
+#include "common/int_math.h"
 
 namespace mlusim::mlu::gemm {
 
@@ -9,7 +10,6 @@ using sim::DType;
 using sim::VecBinaryOp;
 
 namespace {
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 }  // namespace
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/epilogue.h"
 #include "gemm/splitk_reduce.h"
@@ -32,8 +33,6 @@ Span split_units(std::size_t total, std::size_t parts, std::size_t unit, std::si
 }
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 // The part of a cluster tile one core computes.
 struct CoreTile {

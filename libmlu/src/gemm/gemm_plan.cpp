@@ -11,13 +11,10 @@
 
 #include "common/activation.h"
 #include "common/channel_affine.h"
+#include "common/int_math.h"
 
 namespace mlusim::mlu::gemm {
 namespace {
-
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
-std::size_t round_up(std::size_t a, std::size_t u) { return ceil_div(a, u) * u; }
-std::size_t up128(std::size_t bytes) { return round_up(bytes, 128); }
 
 // Distinct values f(1), f(2), ... (f non-increasing), at most `limit` of them, largest first.
 std::vector<std::size_t> divisions(std::size_t total, std::size_t unit, std::size_t cap, std::size_t limit) {

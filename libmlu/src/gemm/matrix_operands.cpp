@@ -1,3 +1,4 @@
+#include "common/int_math.h"
 #include "gemm/matrix_operands.h"
 
 namespace mlusim::mlu::gemm {
@@ -5,7 +6,6 @@ namespace mlusim::mlu::gemm {
 using namespace mlusim::dev;
 
 namespace {
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 // `n` rows of `seg` contiguous bytes, `src_stride` apart, into a dense block.
 CopyShape rows_shape(std::size_t seg, std::size_t n, std::int64_t src_stride) {

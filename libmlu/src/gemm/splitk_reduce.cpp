@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/activation.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/epilogue.h"
 
@@ -84,7 +85,6 @@ void reduce_kernel(const ReduceJob& j) {
   }
 }
 
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "mlusim/sim/kernel_api.h"
@@ -14,8 +15,6 @@ using namespace mlusim::dev;
 using sim::DType;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 struct CopyJob {
   DType dtype = DType::kFloat32;

@@ -337,21 +337,6 @@ class QConvTask {
   std::size_t weights_of_ = kNone, vectors_of_ = kNone;
 };
 
-// NHWC-dense strides of a [n, h, w, c] tensor given as dims d (NCHW order) and strides s.
-bool nhwc_dense(const TensorDesc& t) {
-  if (t.ndim() != 4) return false;
-  const auto& s = t.strides();
-  if (t.layout() == Layout::kNHWC) return t.contiguous();
-  const std::int64_t c = t.dim(1), h = t.dim(2), w = t.dim(3);
-  return (c == 1 || s[1] == 1) && (w == 1 || s[3] == c) && (h == 1 || s[2] == w * c) && (t.dim(0) == 1 || s[0] == h * w * c);
-}
-// Dims as [n, c, h, w] whichever the layout.
-std::int64_t nchw_dim(const TensorDesc& t, int i) {
-  if (t.layout() != Layout::kNHWC) return t.dim(i);
-  static constexpr int kFromNhwc[4] = {0, 3, 1, 2};
-  return t.dim(kFromNhwc[i]);
-}
-
 Status check_output(const Int8Output& o, std::int64_t oc, const char* op) {
   MLU_RETURN_IF_ERROR(quant::check_per_tensor(o.x_scale, o.x_zero_point, -128, 127, op, "x"));
   MLU_RETURN_IF_ERROR(quant::check_per_tensor(o.y_scale, o.y_zero_point, -128, 127, op, "y"));
@@ -404,27 +389,27 @@ Status qconv2d(Handle* h, const ConvParams& p, const Int8Output& o, const Tensor
   MLU_RETURN_IF_ERROR(check_dtype_in(w, {DType::kInt8}, op, "w"));
   MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
   MLU_RETURN_IF_ERROR(quant::check_int8_tfu(op));
-  MLU_CHECK(nhwc_dense(x) && nhwc_dense(w) && nhwc_dense(y), Status::kBadParam,
+  MLU_CHECK(quant::nhwc_dense(x) && quant::nhwc_dense(w) && quant::nhwc_dense(y), Status::kBadParam,
             std::string(op) + ": x " + x.str() + ", w " + w.str() + " and y " + y.str() +
                 " must be 4-d and NHWC-dense (channels_last)");
   MLU_CHECK(p.groups == 1, Status::kNotSupported, std::string(op) + ": groups " + std::to_string(p.groups) + " (only 1)");
   MLU_CHECK(p.pad_h >= 0 && p.pad_w >= 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 && p.dilation_w > 0,
             Status::kBadParam, std::string(op) + ": padding must be >= 0, stride and dilation > 0");
   QConvJob j;
-  j.n = static_cast<std::size_t>(nchw_dim(x, 0)), j.c = static_cast<std::size_t>(nchw_dim(x, 1));
-  j.h = static_cast<std::size_t>(nchw_dim(x, 2)), j.w = static_cast<std::size_t>(nchw_dim(x, 3));
-  j.oc = static_cast<std::size_t>(nchw_dim(w, 0)), j.kh = static_cast<std::size_t>(nchw_dim(w, 2));
-  j.kw = static_cast<std::size_t>(nchw_dim(w, 3));
+  j.n = static_cast<std::size_t>(quant::nchw_dim(x, 0)), j.c = static_cast<std::size_t>(quant::nchw_dim(x, 1));
+  j.h = static_cast<std::size_t>(quant::nchw_dim(x, 2)), j.w = static_cast<std::size_t>(quant::nchw_dim(x, 3));
+  j.oc = static_cast<std::size_t>(quant::nchw_dim(w, 0)), j.kh = static_cast<std::size_t>(quant::nchw_dim(w, 2));
+  j.kw = static_cast<std::size_t>(quant::nchw_dim(w, 3));
   j.sh = static_cast<std::size_t>(p.stride_h), j.sw = static_cast<std::size_t>(p.stride_w);
   j.dh = static_cast<std::size_t>(p.dilation_h), j.dw = static_cast<std::size_t>(p.dilation_w);
   j.ph = static_cast<std::size_t>(p.pad_h), j.pw = static_cast<std::size_t>(p.pad_w);
   const std::int64_t eh = i64(j.h + 2 * j.ph) - i64(j.dh * (j.kh - 1) + 1),
                      ew = i64(j.w + 2 * j.pw) - i64(j.dw * (j.kw - 1) + 1);
-  MLU_CHECK(nchw_dim(w, 1) == i64(j.c) && j.kh > 0 && j.kw > 0 && eh >= 0 && ew >= 0, Status::kBadParam,
+  MLU_CHECK(quant::nchw_dim(w, 1) == i64(j.c) && j.kh > 0 && j.kw > 0 && eh >= 0 && ew >= 0, Status::kBadParam,
             std::string(op) + ": w " + w.str() + " does not fit x " + x.str() + " (channels, or kernel larger than the padded input)");
   j.oh = static_cast<std::size_t>(eh) / j.sh + 1, j.ow = static_cast<std::size_t>(ew) / j.sw + 1;
-  MLU_CHECK(nchw_dim(y, 0) == i64(j.n) && nchw_dim(y, 1) == i64(j.oc) && nchw_dim(y, 2) == i64(j.oh) &&
-                nchw_dim(y, 3) == i64(j.ow),
+  MLU_CHECK(quant::nchw_dim(y, 0) == i64(j.n) && quant::nchw_dim(y, 1) == i64(j.oc) && quant::nchw_dim(y, 2) == i64(j.oh) &&
+                quant::nchw_dim(y, 3) == i64(j.ow),
             Status::kBadParam,
             std::string(op) + ": y " + y.str() + " must be [" + std::to_string(j.n) + ", " + std::to_string(j.oc) + ", " +
                 std::to_string(j.oh) + ", " + std::to_string(j.ow) + "] (NCHW dims)");

@@ -51,4 +51,18 @@ Status check_quant_params(const QuantParams& q, const TensorDesc& x, const char*
   return check_channel_vector(q.zero_points, q.zero_points_ptr, DType::kInt32, c, op, "zero_points");
 }
 
+bool nhwc_dense(const TensorDesc& t) {
+  if (t.ndim() != 4) return false;
+  if (t.layout() == Layout::kNHWC) return t.contiguous();
+  const auto& s = t.strides();
+  const std::int64_t c = t.dim(1), h = t.dim(2), w = t.dim(3);
+  return (c == 1 || s[1] == 1) && (w == 1 || s[3] == c) && (h == 1 || s[2] == w * c) &&
+         (t.dim(0) == 1 || s[0] == h * w * c);
+}
+
+std::int64_t nchw_dim(const TensorDesc& t, int i) {
+  static constexpr int kFromNhwc[4] = {0, 3, 1, 2};
+  return t.layout() == Layout::kNHWC ? t.dim(kFromNhwc[i]) : t.dim(i);
+}
+
 }  // namespace mlusim::mlu::quant

@@ -25,4 +25,10 @@ Status check_quant_params(const QuantParams& q, const TensorDesc& x, const char*
 Status check_channel_vector(const TensorDesc* d, const void* p, DType t, std::int64_t n, const char* op,
                             const char* name);
 
+// True when t is 4-d and NHWC-dense: a kNHWC contiguous descriptor, or a kNCHW/kND one with
+// channels_last strides (qconv2d's and qmax_pool2d's activations and weights).
+bool nhwc_dense(const TensorDesc& t);
+// Dim i of [N, C, H, W] whichever t's layout.
+std::int64_t nchw_dim(const TensorDesc& t, int i);
+
 }  // namespace mlusim::mlu::quant
