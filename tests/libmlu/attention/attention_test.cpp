@@ -235,6 +235,21 @@ TEST_F(AttentionTest, Fp16CausalWithGradients) {
   run<half>(c, DType::kFloat16, nullptr, nullptr, 2e-2);
 }
 
+// bf16 on the preset that computes it (mlu590: the TFU's bf16 array, the VFU's bf16 casts).
+class AttentionBf16Test : public AttentionTest {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(mlusimLoadConfig("mlu590"), cnrtSuccess);
+    ASSERT_EQ(Handle::create(&handle_), Status::kSuccess);
+  }
+};
+
+TEST_F(AttentionBf16Test, CausalWithGradients) {
+  Case c = make({1, 2, 33, 20, 16, 16}, 51, true);
+  c.causal = true;
+  run<sim::bfloat16>(c, DType::kBFloat16, nullptr, nullptr, 3e-2);
+}
+
 // The TFU work the forward issues is exactly the two products over the visible blocks, and the
 // GDRAM traffic is that of Q and O once and K and V once per query block (at most ceil(L / 16)
 // times: no tiling has fewer than 16 rows), never the L x S scores: with head_dim 4 that bound is
