@@ -66,6 +66,15 @@ def test_qadd_matches_the_cpu_reference_chain(dev, relu):
     assert torch.equal(y.cpu(), ref)
 
 
+def test_qmax_pool2d_matches_the_cpu_reference_chain(dev):
+    x = torch.randint(-128, 128, (2, 6, 9, 10), dtype=torch.int8)
+    ref = qd.quantize_per_tensor(torch.nn.functional.max_pool2d(
+        qd.dequantize_per_tensor(x, 0.013, -5, -128, 127, torch.int8), 3, 2, 1), 0.013, -5, -128, 127, torch.int8)
+    y = torch.ops.mlu.qmax_pool2d(x.to(dev), [3, 3], [2, 2], [1, 1], [1, 1])
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(y.cpu(), ref)
+
+
 def test_errors_name_the_op_and_argument(dev):
     x = torch.randn(8).to(dev)
     with pytest.raises(NotImplementedError, match="quantized_decomposed::quantize_per_tensor: dtype Byte is not supported on device mlu \\(int8 only"):

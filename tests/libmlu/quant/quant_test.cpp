@@ -115,6 +115,37 @@ TEST_F(Quant, AddDequantizesAddsAndRequantizes) {
   }
 }
 
+TEST_F(Quant, MaxPoolOverInt8Rows) {
+  const std::int64_t n = 2, c = 5, hh = 9, ww = 11, k = 3, st = 2, pad = 1;
+  const std::int64_t oh = (hh + 2 * pad - k) / st + 1, ow = (ww + 2 * pad - k) / st + 1;
+  const std::vector<std::int8_t> x = random_int8(n * hh * ww * c, 7);
+  void* px = to_device(x);
+  void* py = dalloc(n * oh * ow * c);
+  TensorDesc dx, dy;
+  ASSERT_EQ(dx.set(DType::kInt8, {n, hh, ww, c}, Layout::kNHWC), Status::kSuccess);
+  ASSERT_EQ(dy.set(DType::kInt8, {n, oh, ow, c}, Layout::kNHWC), Status::kSuccess);
+  QPoolParams p;
+  p.kernel_h = p.kernel_w = k, p.stride_h = p.stride_w = st, p.pad_h = p.pad_w = pad;
+  ASSERT_EQ(qmax_pool2d(&h(), p, dx, px, dy, py), Status::kSuccess) << last_error_detail();
+  const std::vector<std::int8_t> y = from_device<std::int8_t>(py, n * oh * ow * c);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j)
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          int m = -1000;
+          for (std::int64_t r = 0; r < k; ++r)
+            for (std::int64_t s = 0; s < k; ++s) {
+              const std::int64_t ih = i * st - pad + r, iw = j * st - pad + s;
+              if (ih >= 0 && ih < hh && iw >= 0 && iw < ww) m = std::max<int>(m, x[((b * hh + ih) * ww + iw) * c + ch]);
+            }
+          ASSERT_EQ(y[((b * oh + i) * ow + j) * c + ch], m) << b << "," << i << "," << j << "," << ch;
+        }
+  p.pad_h = 2;  // more than kernel / 2
+  EXPECT_EQ(qmax_pool2d(&h(), p, dx, px, dy, py), Status::kBadParam);
+  EXPECT_EQ(std::string(last_error_detail()),
+            "qmax_pool2d: kernel, stride and dilation must be >= 1 and padding in [0, kernel / 2]");
+}
+
 TEST_F(Quant, WeightSumsAreExact) {
   for (std::int64_t len : {std::int64_t{27}, std::int64_t{5000}}) {  // rows in blocks; one row in pieces
     const std::int64_t oc = 13;

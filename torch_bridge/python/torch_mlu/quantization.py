@@ -19,8 +19,9 @@ convert_pt2e moved to the separate torchao package, which this project does not 
 4. lower (`lower_to_mlu`): a torch.fx pass rewrites every dq(x_int8) -> conv/linear[-> relu] ->
    q(scale, zero point) into one int8 module (QConv2d / QLinear: torch.ops.mlu.qconv2d / qlinear,
    libmlu's int8 kernels on the TFU's int8 array, int32 accumulation, requantization), and every
-   dq(a) + dq(b) [-> relu] -> q (residual connections) into torch.ops.mlu.qadd. What stays
-   unfused (max pool, the final dequantize, layers whose weights are not symmetric)
+   dq(a) + dq(b) [-> relu] -> q (residual connections) into torch.ops.mlu.qadd, and
+   dq -> max pool -> q (shared scale) into torch.ops.mlu.qmax_pool2d. What stays unfused
+   (average pools, flatten, the final dequantize, layers whose weights are not symmetric)
    runs as the device's quantize / dequantize kernels and fp32 device ops, never on the CPU.
 
 Models torch.fx cannot trace whole (Hugging Face transformers' control flow) are quantized layer
@@ -258,11 +259,46 @@ def _is_max_pool(gm, node):
     return node.op == "call_function" and node.target in (F.max_pool2d, torch.max_pool2d)
 
 
+def _pair(v):
+    return list(v) if isinstance(v, (tuple, list)) else [v, v]
+
+
+def _fuse_max_pools(gm):
+    """dq(x) -> MaxPool2d -> q with the same (scale, zero point) -> torch.ops.mlu.qmax_pool2d(x):
+    the max of int8 values is the int8 of the max (quantize(dequantize(v)) == v), so the pool runs
+    on the int8 tensor, channels_last as the int8 convolutions leave it."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
+            continue
+        pool = gm.get_submodule(node.target)
+        if type(pool) is not nn.MaxPool2d or pool.ceil_mode or pool.return_indices:
+            continue
+        dq, users = node.args[0], list(node.users)
+        if not (isinstance(dq, torch.fx.Node) and _is(dq, _qd.dequantize_per_tensor.default)) or len(users) != 1 \
+                or not _is(users[0], _qd.quantize_per_tensor.default):
+            continue
+        q = users[0]
+        if _int8_args(dq) is None or _int8_args(dq) != _int8_args(q):
+            continue
+        stride = pool.stride if pool.stride is not None else pool.kernel_size
+        with graph.inserting_before(q):
+            new = graph.call_function(torch.ops.mlu.qmax_pool2d.default,
+                                      (dq.args[0], _pair(pool.kernel_size), _pair(stride), _pair(pool.padding),
+                                       _pair(pool.dilation)))
+        q.replace_all_uses_with(new)
+        graph.erase_node(q)
+        graph.erase_node(node)
+        if not dq.users:
+            graph.erase_node(dq)
+
+
 def _pool_inputs_contiguous(gm):
-    """The int8 convolutions return channels_last tensors; the device's max pool is several times
-    faster on contiguous (NCHW) fp32 input (measured on resnet18: 256 k vs 36 k cycles at 112x112,
-    batch 4). So an int8 tensor that is dequantized for a max pool is made contiguous first, in
-    int8 (a quarter of the bytes of doing it after the dequantize)."""
+    """For the max pools _fuse_max_pools leaves in fp32: the int8 convolutions return channels_last
+    tensors, and the device's fp32 max pool is several times faster on contiguous (NCHW) input
+    (measured on resnet18: 256 k vs 27 k cycles at 112x112, batch 4). So an int8 tensor that is
+    dequantized for a max pool is made contiguous first, in int8 (a quarter of the bytes of doing
+    it after the dequantize)."""
     for node in list(gm.graph.nodes):
         if _is(node, _qd.dequantize_per_tensor.default) and any(_is_max_pool(gm, u) for u in node.users):
             with gm.graph.inserting_before(node):
@@ -359,6 +395,7 @@ def lower_graph(gm):
             graph.erase_node(dq)
         fused += 1
     _fuse_adds(gm)
+    _fuse_max_pools(gm)
     _pool_inputs_contiguous(gm)
     graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()

@@ -21,6 +21,9 @@
 //       int8 a, b of the same shape: quantize(relu?(dequantize(a) + dequantize(b))) in one pass
 //       (libmlu qadd), bit for bit the reference chain; y takes a's strides (b is copied to them
 //       on the device when its strides differ).
+//   mlu::qmax_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation) -> Tensor
+//       int8 max pooling (libmlu qmax_pool2d; x made channels_last on the device if it is not; y
+//       channels_last): dq -> max_pool2d -> q with shared (scale, zero point), exactly.
 //   mlu::qlinear(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, float x_scale,
 //                int x_zero_point, float y_scale, int y_zero_point, bool relu) -> Tensor
 //       int8 x [..., K], w [N, K]: y int8 [..., N] (libmlu qlinear).
@@ -261,9 +264,39 @@ Tensor qadd(const Tensor& a, const Tensor& b, double a_scale, std::int64_t a_zp,
   return y;
 }
 
+Tensor qmax_pool2d(const Tensor& x, at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef padding,
+                   at::IntArrayRef dilation) {
+  OpScope op("mlu::qmax_pool2d", x);
+  check_on_device(x, op.device(), op.name(), "x");
+  check_int8(x.scalar_type(), op.name(), "x");
+  TORCH_CHECK(x.dim() == 4, op.name(), ": expected a 4-d x, got ", x.sizes());
+  mlu::QPoolParams p;
+  p.kernel_h = static_cast<int>(pair_at(kernel, 0, op.name(), "kernel_size"));
+  p.kernel_w = static_cast<int>(pair_at(kernel, 1, op.name(), "kernel_size"));
+  p.stride_h = static_cast<int>(pair_at(stride.empty() ? kernel : stride, 0, op.name(), "stride"));
+  p.stride_w = static_cast<int>(pair_at(stride.empty() ? kernel : stride, 1, op.name(), "stride"));
+  p.pad_h = static_cast<int>(pair_at(padding, 0, op.name(), "padding"));
+  p.pad_w = static_cast<int>(pair_at(padding, 1, op.name(), "padding"));
+  p.dilation_h = static_cast<int>(pair_at(dilation, 0, op.name(), "dilation"));
+  p.dilation_w = static_cast<int>(pair_at(dilation, 1, op.name(), "dilation"));
+  TORCH_CHECK(p.kernel_h > 0 && p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0 && p.dilation_h > 0 &&
+                  p.dilation_w > 0,
+              op.name(), ": kernel_size, stride and dilation must be positive");
+  const Tensor xc = x.contiguous(at::MemoryFormat::ChannelsLast);
+  const std::int64_t oh = (x.size(2) + 2 * p.pad_h - p.dilation_h * (p.kernel_h - 1) - 1) / p.stride_h + 1;
+  const std::int64_t ow = (x.size(3) + 2 * p.pad_w - p.dilation_w * (p.kernel_w - 1) - 1) / p.stride_w + 1;
+  TORCH_CHECK(oh > 0 && ow > 0, op.name(), ": the window is larger than the padded input ", x.sizes());
+  Tensor y = at::empty({x.size(0), x.size(1), oh, ow}, xc.options().memory_format(at::MemoryFormat::ChannelsLast));
+  op.check(mlu::qmax_pool2d(op.handle(), p, desc(xc, op.name(), mlu::Layout::kNCHW), xc.data_ptr(),
+                            desc(y, op.name(), mlu::Layout::kNCHW), y.data_ptr()),
+           "qmax_pool2d");
+  return y;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(mlu, m) {
+  m.def("qmax_pool2d(Tensor x, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation) -> Tensor");
   m.def("qadd(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale, int b_zero_point, float y_scale, "
         "int y_zero_point, bool relu) -> Tensor");
   m.def("int8_weight_sums(Tensor w) -> Tensor");
@@ -278,6 +311,7 @@ TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {
   m.impl("qconv2d", TORCH_FN(qconv2d));
   m.impl("qlinear", TORCH_FN(qlinear));
   m.impl("qadd", TORCH_FN(qadd));
+  m.impl("qmax_pool2d", TORCH_FN(qmax_pool2d));
 }
 
 // The schemas are torch's (quantized_decomposed is defined when torch.ao.quantization.fx._decomposed

@@ -85,6 +85,16 @@ struct QAddParams {
 Status qadd(Handle* h, const QAddParams& p, const TensorDesc& a, const void* a_ptr, const TensorDesc& b,
             const void* b_ptr, const TensorDesc& y, void* y_ptr);
 
+// y = max pooling of int8 x (NHWC-dense, as qconv2d's x; y likewise): a window's max over its
+// taps, padding never wins (as -inf in torch), no ceil mode. Exactly torch.ao's reference chain
+// dq -> max_pool2d -> q when both ends share (scale, zero point): quantize(dequantize(v)) == v.
+// kBadParam for kernel/stride/dilation < 1, padding < 0 or > kernel / 2, shapes that do not match.
+struct QPoolParams {
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+};
+Status qmax_pool2d(Handle* h, const QPoolParams& p, const TensorDesc& x, const void* x_ptr, const TensorDesc& y,
+                   void* y_ptr);
+
 // sums (int32 [OC]) = the sum of each output channel's int8 weights (w [OC, ...] contiguous): the
 // zero-point correction of qconv2d/qlinear, computed once per weight (a "prepack" step).
 Status int8_weight_sums(Handle* h, const TensorDesc& w, const void* w_ptr, const TensorDesc& sums, void* sums_ptr);
