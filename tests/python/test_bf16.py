@@ -140,3 +140,138 @@ def test_mlu370_keeps_bf16_as_storage_and_refuses_compute(mlu370):
             y = torch.randn(4, 4).to(mlu370) @ torch.randn(4, 4).to(mlu370)
     assert y.dtype == torch.float32
     assert any("target dtype is not supported" in str(w.message) for w in caught)
+
+
+# ---- convolution, batch norm, pooling, losses and dropout in bf16 on mlu590 ---------------------
+# The device computes each in fp32 and rounds once to bf16; the CPU's bf16 kernels do the same up to
+# accumulation order, so the bf16 tolerance holds. Gradients are checked against fp32 CPU autograd
+# on the same bf16 values (a bf16 result is within a rounding of it).
+
+def _grads_close(dev_tensors, ref_tensors, **tol):
+    for d, r in zip(dev_tensors, ref_tensors):
+        assert d.grad.dtype == torch.bfloat16
+        torch.testing.assert_close(d.grad.cpu().float(), r.grad, **tol)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_conv2d_forward_and_backward_match_the_cpu(mlu590, channels_last):
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x, w, b = rand(2, 6, 9, 8, seed=20), rand(8, 6, 3, 3, seed=21, scale=0.3), rand(8, seed=22)
+    dw_x, dw_w = rand(2, 4, 7, 7, seed=23), rand(4, 1, 3, 3, seed=24)  # depthwise
+    dev = [t.to(mlu590).contiguous(memory_format=fmt if t.dim() == 4 else torch.contiguous_format).requires_grad_()
+           for t in (x, w, b, dw_x, dw_w)]
+    ref = [t.float().requires_grad_() for t in (x, w, b, dw_x, dw_w)]
+    outs = []
+    for ts, cast in ((dev, lambda t: t.to(mlu590)), (ref, torch.Tensor.float)):
+        y = F.conv2d(ts[0], ts[1], ts[2], stride=(1, 2), padding=1)
+        z = F.conv2d(ts[3], ts[4], stride=1, padding=1, groups=4)
+        outs.append((y, z))
+        torch.autograd.backward([y, z], [cast(rand(*y.shape, seed=25)), cast(rand(*z.shape, seed=26))])
+    (y, z), (ry, rz) = outs
+    assert y.dtype == torch.bfloat16 and z.dtype == torch.bfloat16
+    torch.testing.assert_close(y.cpu(), F.conv2d(x, w, b, stride=(1, 2), padding=1), **BF16)  # CPU in bf16
+    torch.testing.assert_close(y.cpu().float(), ry.detach(), **BF16)
+    torch.testing.assert_close(z.cpu().float(), rz.detach(), **BF16)
+    _grads_close(dev, ref, **BF16)
+
+
+def test_batch_norm_training_inference_and_backward_match_the_cpu(mlu590):
+    x, g = rand(4, 5, 6, 6, seed=30, scale=2.0) + 1, rand(4, 5, 6, 6, seed=31)
+    bn_cpu = torch.nn.BatchNorm2d(5).to(torch.bfloat16)
+    with torch.no_grad():
+        bn_cpu.weight.copy_(rand(5, seed=32)), bn_cpu.bias.copy_(rand(5, seed=33))
+    bn_dev = torch.nn.BatchNorm2d(5).to(torch.bfloat16).to(mlu590)
+    bn_dev.load_state_dict(bn_cpu.state_dict())
+    xd, xc = x.to(mlu590).requires_grad_(), x.clone().requires_grad_()
+    yd, yc = bn_dev(xd), bn_cpu(xc)
+    assert yd.dtype == torch.bfloat16
+    torch.testing.assert_close(yd.cpu(), yc, **BF16)
+    yd.backward(g.to(mlu590)), yc.backward(g)
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=3e-2, atol=3e-2)
+    torch.testing.assert_close(bn_dev.weight.grad.cpu(), bn_cpu.weight.grad, rtol=3e-2, atol=1e-1)
+    torch.testing.assert_close(bn_dev.bias.grad.cpu(), bn_cpu.bias.grad, rtol=3e-2, atol=1e-1)
+    torch.testing.assert_close(bn_dev.running_mean.cpu(), bn_cpu.running_mean, **BF16)
+    torch.testing.assert_close(bn_dev.running_var.cpu(), bn_cpu.running_var, **BF16)
+    bn_dev.eval(), bn_cpu.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(bn_dev(x.to(mlu590)).cpu(), bn_cpu(x), **BF16)
+
+
+def test_pooling_losses_and_dropout_match_the_cpu(mlu590):
+    x = rand(2, 3, 9, 8, seed=40)
+    for pool in (lambda t: F.max_pool2d(t, 3, 2, 1), lambda t: F.avg_pool2d(t, 2)):
+        xd, xc = x.to(mlu590).requires_grad_(), x.clone().requires_grad_()
+        yd, yc = pool(xd), pool(xc)
+        assert yd.dtype == torch.bfloat16
+        torch.testing.assert_close(yd.cpu(), yc, **BF16)
+        g = rand(*yc.shape, seed=41)
+        yd.backward(g.to(mlu590)), yc.backward(g)
+        torch.testing.assert_close(xd.grad.cpu(), xc.grad, **BF16)
+    logits, target = rand(6, 10, seed=42, scale=2.0), torch.tensor([1, 0, 9, 3, -100, 3])
+    ld, lc = logits.to(mlu590).requires_grad_(), logits.clone().requires_grad_()
+    loss_d, loss_c = F.cross_entropy(ld, target.to(mlu590)), F.cross_entropy(lc, target)
+    assert loss_d.dtype == torch.bfloat16
+    torch.testing.assert_close(loss_d.cpu(), loss_c, **BF16)
+    loss_d.backward(), loss_c.backward()
+    torch.testing.assert_close(ld.grad.cpu(), lc.grad, **BF16)
+    xd = rand(1000, seed=43).to(mlu590).requires_grad_()
+    yd = F.dropout(xd, 0.25, training=True)
+    kept = yd != 0
+    assert yd.dtype == torch.bfloat16 and 0.65 < kept.float().mean().item() < 0.85
+    torch.testing.assert_close(yd.cpu(), torch.where(kept.cpu(), xd.detach().cpu() / 0.75, 0).to(torch.bfloat16),
+                               **BF16)
+    yd.sum().backward()
+    assert torch.equal(xd.grad.cpu(), torch.where(kept.cpu(), torch.tensor(1 / 0.75), 0).to(torch.bfloat16))
+
+
+class _TinyResBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        y = F.dropout(y, 0.0, self.training)  # p = 0: drawn but deterministic, so the CPU run matches
+        return self.fc(y.flatten(1))
+
+
+def test_resnet_style_block_trains_in_bf16_on_the_device(mlu590):
+    torch.manual_seed(0)
+    cpu = _TinyResBlock().to(torch.bfloat16)
+    dev = _TinyResBlock().to(torch.bfloat16).to(mlu590)
+    dev.load_state_dict(cpu.state_dict())
+    x, t = rand(4, 3, 8, 8, seed=50), torch.tensor([0, 4, 2, 1])
+    torch_mlu.reset_cpu_fallback_counts()
+    torch_mlu.reset_stats()
+    losses = []
+    for model, xs, ts in ((dev, x.to(mlu590), t.to(mlu590)), (cpu, x, t)):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = F.cross_entropy(model(xs), ts)
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+    assert torch_mlu.cpu_fallback_counts() == {}
+    torch.testing.assert_close(losses[0].cpu(), losses[1], **BF16)
+    for (name, pd), pc in zip(dev.named_parameters(), cpu.parameters()):
+        assert pd.dtype == torch.bfloat16, name
+        torch.testing.assert_close(pd.grad.cpu(), pc.grad, rtol=5e-2, atol=2e-2, msg=name)
+        torch.testing.assert_close(pd.detach().cpu(), pc.detach(), rtol=2e-2, atol=1e-2, msg=name)
+    rows = {m["dtype"]: m for m in torch_mlu.cycle_report(format="json")["multiplies_by_dtype"]}
+    # conv forward + backward-weight (x needs no gradient) and linear's three products on the bf16
+    # array (batch norm's per-channel broadcasts are fp32 K=1 products, as in fp16).
+    conv_macs, linear_macs = 4 * 8 * 8 * 8 * 3 * 9, 4 * 128 * 5
+    assert rows["bf16"]["macs"] >= 2 * conv_macs + 3 * linear_macs and "fp16" not in rows
+
+
+def test_mlu370_refuses_bf16_conv_batch_norm_pool_and_loss(mlu370):
+    x = rand(1, 2, 4, 4, seed=60).to(mlu370)
+    with pytest.raises(NotImplementedError, match=r"conv2d_forward: x is bf16, which config 'mlu370-x4' does not compute"):
+        F.conv2d(x, rand(2, 2, 1, 1, seed=61).to(mlu370))
+    with pytest.raises(NotImplementedError, match=r"batch_norm_forward_training: x is bf16, which config 'mlu370-x4'"):
+        F.batch_norm(x, None, None, training=True)
+    with pytest.raises(NotImplementedError, match=r"max_pool2d_forward: x is bf16, which config 'mlu370-x4'"):
+        F.max_pool2d(x, 2)
+    with pytest.raises(NotImplementedError, match=r"nll_loss_forward: input is bf16, which config 'mlu370-x4'"):
+        F.nll_loss(x.flatten(1), torch.tensor([0]).to(mlu370))

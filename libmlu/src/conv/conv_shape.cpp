@@ -38,7 +38,7 @@ Status check_conv(const char* op, const Handle* h, const ConvParams& p, const Te
   MLU_RETURN_IF_ERROR(check_desc(&x, op, x_name));
   MLU_RETURN_IF_ERROR(check_desc(&w, op, w_name));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, y_name));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, x_name));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, x_name));
   MLU_CHECK(w.dtype() == x.dtype() && y.dtype() == x.dtype(), Status::kBadParam,
             o + ": " + x_name + " " + x.str() + ", " + w_name + " " + w.str() + " and " + y_name + " " + y.str() +
                 " must share one dtype");

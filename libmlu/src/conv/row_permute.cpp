@@ -55,6 +55,8 @@ void kernel(const Job& j) {
       const Addr one = m.offset(i64(((to / piece * bw + from) * piece + to % piece) * es));
       if (j.dtype == DType::kFloat16)
         store(sim::Nram<sim::half>(one.value), sim::half(1.0f));
+      else if (j.dtype == DType::kBFloat16)
+        store(sim::Nram<sim::bfloat16>(one.value), sim::bfloat16(1.0f));
       else
         store(sim::Nram<float>(one.value), 1.0f);
     }

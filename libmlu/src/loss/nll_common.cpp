@@ -25,7 +25,7 @@ Status check_nll_common(const char* op, const TensorDesc& input, const TensorDes
             Status::kBadParam, std::string(op) + ": unknown reduction " + std::to_string(static_cast<int>(reduction)));
   MLU_RETURN_IF_ERROR(check_desc(&input, op, "input"));
   MLU_RETURN_IF_ERROR(check_desc(&target, op, "target"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(input, {DType::kFloat32, DType::kFloat16}, op, "input"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(input, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "input"));
   MLU_RETURN_IF_ERROR(check_dtype_in(target, {DType::kInt32, DType::kInt64}, op, "target"));
   MLU_CHECK(input.ndim() >= 1, Status::kBadParam, std::string(op) + ": input " + input.str() + " needs at least 1 dim");
   s->class_dim = input.ndim() == 1 ? 0 : 1;
@@ -38,7 +38,7 @@ Status check_nll_common(const char* op, const TensorDesc& input, const TensorDes
                 " (expected the input's dims without the class dim " + std::to_string(s->class_dim) + ")");
   if (weight != nullptr) {
     MLU_RETURN_IF_ERROR(check_desc(weight, op, "weight"));
-    MLU_RETURN_IF_ERROR(check_dtype_in(*weight, {DType::kFloat32, DType::kFloat16}, op, "weight"));
+    MLU_RETURN_IF_ERROR(check_dtype_in(*weight, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "weight"));
     MLU_CHECK(weight->ndim() == 1 && weight->dim(0) == s->classes, Status::kBadParam,
               std::string(op) + ": weight " + weight->str() + " must be [" + std::to_string(s->classes) + "]");
     MLU_RETURN_IF_ERROR(check_ptr(weight_ptr, *weight, op, "weight"));

@@ -96,8 +96,8 @@ Status nll_loss_backward(Handle* h, LossReduction reduction, std::int64_t ignore
   MLU_RETURN_IF_ERROR(check_nll_common(op, grad_input, target, weight, weight_ptr, reduction, &s));
   MLU_RETURN_IF_ERROR(check_desc(&grad_output, op, "grad_output"));
   MLU_RETURN_IF_ERROR(check_desc(&total_weight, op, "total_weight"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(grad_output, {DType::kFloat32, DType::kFloat16}, op, "grad_output"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(total_weight, {DType::kFloat32, DType::kFloat16}, op, "total_weight"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(grad_output, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "grad_output"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(total_weight, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "total_weight"));
   const bool per_sample = reduction == LossReduction::kNone;
   if (per_sample)
     MLU_RETURN_IF_ERROR(check_same_shape(target, grad_output, op, "target", "grad_output"));

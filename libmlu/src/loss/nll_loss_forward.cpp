@@ -138,8 +138,8 @@ Status nll_loss_forward(Handle* h, LossReduction reduction, std::int64_t ignore_
   MLU_RETURN_IF_ERROR(check_nll_common(op, input, target, weight, weight_ptr, reduction, &s));
   MLU_RETURN_IF_ERROR(check_desc(&output, op, "output"));
   MLU_RETURN_IF_ERROR(check_desc(&total_weight, op, "total_weight"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(output, {DType::kFloat32, DType::kFloat16}, op, "output"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(total_weight, {DType::kFloat32, DType::kFloat16}, op, "total_weight"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(output, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "output"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(total_weight, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "total_weight"));
   const bool reduce = reduction != LossReduction::kNone;
   if (reduce)
     MLU_CHECK(output.numel() == 1, Status::kBadParam,

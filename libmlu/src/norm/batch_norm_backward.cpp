@@ -162,7 +162,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   MLU_RETURN_IF_ERROR(check_desc(&dy, op, "dy"));
   BatchNormShape s;
   MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
-  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16}, op, "dy"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dy"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, dy, op, "x", "dy"));
   MLU_CHECK(std::isfinite(eps) && eps >= 0, Status::kBadParam, std::string(op) + ": eps must be finite and >= 0");
   MLU_RETURN_IF_ERROR(check_channel_tensor(op, "weight", weight, weight_ptr, s));
@@ -172,7 +172,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   MLU_RETURN_IF_ERROR(check_channel_tensor(op, "dbias", dbias, dbias_ptr, s));
   if (dx != nullptr) {
     MLU_RETURN_IF_ERROR(check_desc(dx, op, "dx"));
-    MLU_RETURN_IF_ERROR(check_dtype_in(*dx, {DType::kFloat32, DType::kFloat16}, op, "dx"));
+    MLU_RETURN_IF_ERROR(check_dtype_in(*dx, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dx"));
     MLU_RETURN_IF_ERROR(check_same_shape(x, *dx, op, "x", "dx"));
     MLU_RETURN_IF_ERROR(check_ptr(dx_ptr, *dx, op, "dx"));
   }

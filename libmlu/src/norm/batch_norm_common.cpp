@@ -8,7 +8,7 @@
 namespace mlusim::mlu::nn {
 
 Status check_batch_norm_input(const char* op, const TensorDesc& x, BatchNormShape* s) {
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "x"));
   MLU_CHECK(x.ndim() >= 2, Status::kBadParam,
             std::string(op) + ": x " + x.str() + " needs at least 2 dims ([N, C, ...])");
   s->channel_dim = x.layout() == Layout::kNHWC ? 3 : 1;
@@ -32,7 +32,7 @@ Status check_channel_tensor(const char* op, const char* name, const TensorDesc* 
                             const BatchNormShape& s) {
   if (d == nullptr) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(check_desc(d, op, name));
-  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16}, op, name));
+  MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, name));
   MLU_CHECK(d->ndim() == 1 && d->dim(0) == s.channels, Status::kBadParam,
             std::string(op) + ": " + name + " " + d->str() + " must be [" + std::to_string(s.channels) + "]");
   return check_ptr(p, *d, op, name);

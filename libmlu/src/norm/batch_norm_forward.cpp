@@ -211,7 +211,7 @@ Status check_forward(const char* op, Handle* h, double eps, const TensorDesc& x,
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
   MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, s));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "y"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, y, op, "x", "y"));
   MLU_CHECK(writable(y), Status::kBadParam, std::string(op) + ": y " + y.str() + " has a broadcast (stride 0) dim");
   MLU_CHECK(std::isfinite(eps) && eps >= 0, Status::kBadParam, std::string(op) + ": eps must be finite and >= 0");

@@ -70,7 +70,7 @@ PoolViews make_pool_views(const std::vector<const TensorDesc*>& descs, const std
 
 Status check_pool_tensor(const char* op, const char* name, const TensorDesc& d, const void* p) {
   MLU_RETURN_IF_ERROR(check_desc(&d, op, name));
-  MLU_RETURN_IF_ERROR(check_dtype_in(d, {DType::kFloat32, DType::kFloat16}, op, name));
+  MLU_RETURN_IF_ERROR(check_dtype_in(d, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, name));
   MLU_CHECK(d.ndim() == 3 || d.ndim() == 4, Status::kBadParam,
             std::string(op) + ": " + name + " " + d.str() + " must be [N,C,H,W] or [C,H,W]");
   MLU_CHECK(d.layout() != Layout::kNHWC, Status::kNotSupported,

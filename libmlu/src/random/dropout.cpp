@@ -161,8 +161,8 @@ Status dropout_forward(Handle* h, double p, const TensorDesc& x, const void* x_p
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
   MLU_RETURN_IF_ERROR(check_desc(&mask, op, "mask"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, op, "x"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "x"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "y"));
   MLU_RETURN_IF_ERROR(check_dtype_in(mask, {DType::kBool, DType::kInt8}, op, "mask"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, y, op, "x", "y"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, mask, op, "x", "mask"));
@@ -204,8 +204,8 @@ Status dropout_backward(Handle* h, double scale, const TensorDesc& dy, const voi
   MLU_RETURN_IF_ERROR(check_desc(&dy, op, "dy"));
   MLU_RETURN_IF_ERROR(check_desc(&mask, op, "mask"));
   MLU_RETURN_IF_ERROR(check_desc(&dx, op, "dx"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16}, op, "dy"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(dx, {DType::kFloat32, DType::kFloat16}, op, "dx"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(dy, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dy"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(dx, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "dx"));
   MLU_RETURN_IF_ERROR(check_dtype_in(mask, {DType::kBool, DType::kInt8}, op, "mask"));
   MLU_RETURN_IF_ERROR(check_same_shape(dy, mask, op, "dy", "mask"));
   MLU_RETURN_IF_ERROR(check_same_shape(dy, dx, op, "dy", "dx"));

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "common/mlu_test.h"
 
@@ -246,6 +248,364 @@ TEST_F(Bf16Ops, Mlu370RejectsBf16ComputeNamingOpAndPreset) {
   const std::vector<bfloat16> t = from_device<bfloat16>(py, 64);
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 8; ++j) ASSERT_EQ(widen(t[i * 8 + j]), widen(a[j * 8 + i]));
+}
+
+
+// ---- convolution, batch norm, pooling, nll loss and dropout in bf16 ----------------------------
+// Each computes in fp32 on chip and rounds once to bf16 on store (as the fp16 paths do): checked
+// against naive double references over the same bf16 inputs, within one bf16 rounding (2^-8
+// relative) plus the fp32 accumulation's error.
+
+// A 4-d activation: logical NCHW values, stored NCHW or channels_last (NCHW dims, NHWC strides).
+struct Act {
+  std::int64_t n, c, h, w;
+  bool cl;
+  std::vector<float> v;  // logical NCHW order, bf16 values
+  std::int64_t at(std::int64_t i, std::int64_t j, std::int64_t y, std::int64_t x) const {
+    return ((i * c + j) * h + y) * w + x;
+  }
+  std::vector<std::int64_t> strides() const {
+    return cl ? std::vector<std::int64_t>{h * w * c, 1, w * c, c} : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
+  }
+  std::int64_t phys(std::int64_t i) const {  // physical offset of logical index i
+    const std::int64_t x = i % w, y = i / w % h, j = i / (w * h) % c, b = i / (w * h * c);
+    const std::vector<std::int64_t> s = strides();
+    return b * s[0] + j * s[1] + y * s[2] + x * s[3];
+  }
+  std::vector<bfloat16> stored() const {
+    std::vector<bfloat16> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[phys(static_cast<std::int64_t>(i))] = bfloat16(v[i]);
+    return out;
+  }
+  std::vector<float> logical(const std::vector<bfloat16>& s) const {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = widen(s[phys(static_cast<std::int64_t>(i))]);
+    return out;
+  }
+  TensorDesc d(DType t) const {
+    TensorDesc out;
+    EXPECT_EQ(out.set(t, {n, c, h, w}, strides()), Status::kSuccess);
+    return out;
+  }
+};
+
+Act act(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool cl, unsigned seed, float lo = -1.0f,
+        float hi = 1.0f) {
+  Act a{n, c, h, w, cl, {}};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (std::int64_t i = 0; i < n * c * h * w; ++i) a.v.push_back(ref_round(dist(rng)));
+  return a;
+}
+
+// |got - ref| within one bf16 rounding of ref plus fp32 accumulation over `mag` (sum of |terms|).
+void expect_bf16_near(const std::vector<float>& got, const std::vector<double>& ref, const std::vector<double>& mag,
+                      const char* what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], ref[i], std::fabs(ref[i]) * 0x1p-8 + 1e-5 * mag[i] + 1e-6) << what << " at " << i;
+}
+
+struct ConvCase {
+  const char* name;
+  std::int64_t n, c, h, w, oc, k;
+  ConvParams p;
+  bool cl;
+};
+
+TEST_F(Bf16Ops, ConvolutionForwardAndBackwardMatchNaiveLoops) {
+  auto prm = [](int pad, int stride, int groups) {
+    ConvParams p;
+    p.pad_h = p.pad_w = pad, p.stride_h = p.stride_w = stride, p.groups = groups;
+    return p;
+  };
+  // NCHW: implicit GEMMs; channels_last: the direct kernels (stride 1 and 2); depthwise: the VFU.
+  const ConvCase cases[] = {{"nchw", 2, 5, 7, 6, 6, 3, prm(1, 1, 1), false},
+                            {"channels_last", 2, 8, 6, 6, 8, 3, prm(1, 1, 1), true},
+                            {"channels_last_s2", 1, 6, 7, 7, 5, 3, prm(1, 2, 1), true},
+                            {"depthwise", 2, 4, 6, 5, 4, 3, prm(1, 1, 4), false}};
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    const std::int64_t cg = k.c / k.p.groups, og = k.oc / k.p.groups;
+    const std::int64_t oh = (k.h + 2 * k.p.pad_h - k.k) / k.p.stride_h + 1, ow = (k.w + 2 * k.p.pad_w - k.k) / k.p.stride_w + 1;
+    const Act x = act(k.n, k.c, k.h, k.w, k.cl, 71), w = act(k.oc, cg, k.k, k.k, k.cl, 72);
+    const Act dy = act(k.n, k.oc, oh, ow, k.cl, 73);
+    const TensorDesc xd = x.d(kBf16), wd = w.d(kBf16), yd = dy.d(kBf16);
+    void* px = to_device(x.stored());
+    void* pw = to_device(w.stored());
+    void* pdy = to_device(dy.stored());
+    void* py = dalloc(dy.v.size() * 2);
+    void* pdx = dalloc(x.v.size() * 2);
+    void* pdw = dalloc(w.v.size() * 2);
+    std::size_t ws = 0, ws2 = 0;
+    ASSERT_EQ(get_conv2d_forward_workspace_size(&h(), k.p, xd, wd, yd, &ws), Status::kSuccess) << last_error_detail();
+    ASSERT_EQ(get_conv2d_backward_data_workspace_size(&h(), k.p, yd, wd, xd, &ws2), Status::kSuccess);
+    ws = std::max(ws, ws2);
+    ASSERT_EQ(get_conv2d_backward_weight_workspace_size(&h(), k.p, xd, yd, wd, &ws2), Status::kSuccess);
+    ws = std::max(ws, ws2);
+    void* pws = ws ? dalloc(ws) : nullptr;
+    ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+    ASSERT_EQ(conv2d_forward(&h(), k.p, xd, px, wd, pw, nullptr, nullptr, yd, py, pws, ws), Status::kSuccess)
+        << last_error_detail();
+    ASSERT_EQ(conv2d_backward_data(&h(), k.p, yd, pdy, wd, pw, xd, pdx, pws, ws), Status::kSuccess)
+        << last_error_detail();
+    ASSERT_EQ(conv2d_backward_weight(&h(), k.p, xd, px, yd, pdy, wd, pdw, pws, ws), Status::kSuccess)
+        << last_error_detail();
+    const std::vector<float> y = dy.logical(from_device<bfloat16>(py, dy.v.size()));
+    const std::vector<float> dx = x.logical(from_device<bfloat16>(pdx, x.v.size()));
+    const std::vector<float> dw = w.logical(from_device<bfloat16>(pdw, w.v.size()));
+    std::vector<double> ry(y.size()), my(y.size()), rdx(dx.size()), mdx(dx.size()), rdw(dw.size()), mdw(dw.size());
+    for (std::int64_t b = 0; b < k.n; ++b)
+      for (std::int64_t o = 0; o < k.oc; ++o)
+        for (std::int64_t oy = 0; oy < oh; ++oy)
+          for (std::int64_t ox = 0; ox < ow; ++ox)
+            for (std::int64_t ci = 0; ci < cg; ++ci)
+              for (std::int64_t ky = 0; ky < k.k; ++ky)
+                for (std::int64_t kx = 0; kx < k.k; ++kx) {
+                  const std::int64_t iy = oy * k.p.stride_h - k.p.pad_h + ky, ix = ox * k.p.stride_w - k.p.pad_w + kx;
+                  if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                  const std::int64_t xi = x.at(b, o / og * cg + ci, iy, ix), wi = w.at(o, ci, ky, kx);
+                  const std::int64_t yi = dy.at(b, o, oy, ox);
+                  const double xv = x.v[xi], wv = w.v[wi], gv = dy.v[yi];
+                  ry[yi] += xv * wv, my[yi] += std::fabs(xv * wv);
+                  rdx[xi] += gv * wv, mdx[xi] += std::fabs(gv * wv);
+                  rdw[wi] += gv * xv, mdw[wi] += std::fabs(gv * xv);
+                }
+    expect_bf16_near(y, ry, my, "forward");
+    expect_bf16_near(dx, rdx, mdx, "backward-data");
+    expect_bf16_near(dw, rdw, mdw, "backward-weight");
+    // Dense convolutions multiply on the bf16 TFU array (depthwise ones on the VFU, in fp32).
+    std::size_t count = 0;
+    ASSERT_EQ(mlusimGetKernelRecordCount(0, &count), cnrtSuccess);
+    std::uint64_t bf16_macs = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+      mlusimKernelRecord_t rec;
+      ASSERT_EQ(mlusimGetKernelRecord(0, r, &rec), cnrtSuccess);
+      bf16_macs += rec.macs_by_dtype[static_cast<int>(kBf16)];
+    }
+    if (k.p.groups == 1) {
+      EXPECT_GE(bf16_macs, static_cast<std::uint64_t>(3 * k.n * k.oc * oh * ow * cg * k.k * k.k));
+    }
+  }
+}
+
+TEST_F(Bf16Ops, BatchNormTrainingInferenceAndBackwardMatchNaiveSums) {
+  for (bool cl : {false, true}) {
+    SCOPED_TRACE(cl ? "channels_last" : "nchw");
+    const std::int64_t n = 3, c = 4, hw = 25, m = n * hw;
+    const Act x = act(n, c, 5, 5, cl, 81, -2.0f, 3.0f), g = act(n, c, 5, 5, cl, 82);
+    const std::vector<float> wt = {0.5f, 1.0f, -1.5f, 2.0f}, bs = {0.25f, -0.5f, 1.0f, 0.0f};
+    std::vector<float> rmean(c, 0.0f), rvar(c, 1.0f);
+    const TensorDesc xd = x.d(kBf16), cd = desc(DType::kFloat32, {c});  // fp32 parameters, as torch's bf16 BN
+    void* px = to_device(x.stored());
+    void* pg = to_device(g.stored());
+    void* pwt = to_device(wt);
+    void* pbs = to_device(bs);
+    void* prm = to_device(rmean);
+    void* prv = to_device(rvar);
+    void* py = dalloc(x.v.size() * 2);
+    void* pyi = dalloc(x.v.size() * 2);
+    void* pdx = dalloc(x.v.size() * 2);
+    void* psm = dalloc(c * 4);
+    void* psi = dalloc(c * 4);
+    void* pdw = dalloc(c * 4);
+    void* pdb = dalloc(c * 4);
+    ASSERT_EQ(batch_norm_forward_training(&h(), 0.1, 1e-5, xd, px, &cd, pwt, &cd, pbs, &cd, prm, &cd, prv, xd, py, &cd,
+                                          psm, &cd, psi),
+              Status::kSuccess)
+        << last_error_detail();
+    ASSERT_EQ(batch_norm_backward(&h(), true, 1e-5, xd, pg, xd, px, &cd, pwt, cd, psm, cd, psi, &xd, pdx, &cd, pdw, &cd,
+                                  pdb),
+              Status::kSuccess)
+        << last_error_detail();
+    ASSERT_EQ(batch_norm_forward_inference(&h(), 1e-5, xd, px, &cd, pwt, &cd, pbs, cd, prm, cd, prv, xd, pyi),
+              Status::kSuccess)
+        << last_error_detail();
+    const std::vector<float> y = x.logical(from_device<bfloat16>(py, x.v.size()));
+    const std::vector<float> yi = x.logical(from_device<bfloat16>(pyi, x.v.size()));
+    const std::vector<float> dx = x.logical(from_device<bfloat16>(pdx, x.v.size()));
+    const std::vector<float> run_mean = from_device<float>(prm, c), run_var = from_device<float>(prv, c);
+    const std::vector<float> dw = from_device<float>(pdw, c), db = from_device<float>(pdb, c);
+    for (std::int64_t j = 0; j < c; ++j) {
+      double mean = 0, var = 0, sg = 0, sgx = 0;
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t i = 0; i < hw; ++i) mean += x.v[x.at(b, j, 0, i)];
+      mean /= double(m);
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t i = 0; i < hw; ++i) var += std::pow(x.v[x.at(b, j, 0, i)] - mean, 2);
+      var /= double(m);
+      const double invstd = 1.0 / std::sqrt(var + 1e-5);
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t i = 0; i < hw; ++i) {
+          const std::int64_t e = x.at(b, j, 0, i);
+          sg += g.v[e], sgx += g.v[e] * (x.v[e] - mean) * invstd;
+        }
+      EXPECT_NEAR(run_mean[j], 0.1 * mean, 1e-5) << j;  // fp32 statistics of the bf16 values
+      EXPECT_NEAR(run_var[j], 0.9 + 0.1 * var * m / (m - 1), 1e-5) << j;
+      EXPECT_NEAR(db[j], sg, 1e-4 * m) << j;
+      EXPECT_NEAR(dw[j], sgx, 1e-4 * m) << j;
+      const double ri = 1.0 / std::sqrt(run_var[j] + 1e-5);
+      for (std::int64_t b = 0; b < n; ++b)
+        for (std::int64_t i = 0; i < hw; ++i) {
+          const std::int64_t e = x.at(b, j, 0, i);
+          const double xhat = (x.v[e] - mean) * invstd;
+          const double ry = xhat * wt[j] + bs[j];
+          ASSERT_NEAR(y[e], ry, std::fabs(ry) * 0x1p-8 + 1e-4) << j << "," << e;
+          const double ryi = (x.v[e] - run_mean[j]) * ri * wt[j] + bs[j];
+          ASSERT_NEAR(yi[e], ryi, std::fabs(ryi) * 0x1p-8 + 1e-4) << j << "," << e;
+          const double rdx = (g.v[e] - sg / m - xhat * sgx / m) * invstd * wt[j];
+          ASSERT_NEAR(dx[e], rdx, std::fabs(rdx) * 0x1p-8 + 1e-3) << j << "," << e;
+        }
+    }
+  }
+}
+
+TEST_F(Bf16Ops, PoolingForwardAndBackwardMatchNaiveWindows) {
+  const Act x = act(2, 3, 7, 6, false, 91, -3.0f, 3.0f);
+  Pool2dParams p;
+  p.kernel_h = p.kernel_w = 3, p.stride_h = p.stride_w = 2, p.pad_h = p.pad_w = 1;
+  std::int64_t oh = 0, ow = 0;
+  ASSERT_EQ(pool2d_output_size(p, x.h, x.w, &oh, &ow), Status::kSuccess);
+  const Act g = act(2, 3, oh, ow, false, 92);
+  const TensorDesc xd = x.d(kBf16), yd = g.d(kBf16), id = desc(DType::kInt64, {2, 3, oh, ow});
+  void* px = to_device(x.stored());
+  void* pg = to_device(g.stored());
+  void* pmax = dalloc(g.v.size() * 2);
+  void* pavg = dalloc(g.v.size() * 2);
+  void* pidx = dalloc(g.v.size() * 8);
+  void* pdmax = dalloc(x.v.size() * 2);
+  void* pdavg = dalloc(x.v.size() * 2);
+  ASSERT_EQ(max_pool2d_forward(&h(), p, xd, px, yd, pmax, &id, pidx), Status::kSuccess) << last_error_detail();
+  ASSERT_EQ(max_pool2d_backward(&h(), p, yd, pg, id, pidx, xd, pdmax), Status::kSuccess) << last_error_detail();
+  ASSERT_EQ(avg_pool2d_forward(&h(), p, xd, px, yd, pavg), Status::kSuccess) << last_error_detail();
+  ASSERT_EQ(avg_pool2d_backward(&h(), p, yd, pg, xd, pdavg), Status::kSuccess) << last_error_detail();
+  const std::vector<float> ymax = g.logical(from_device<bfloat16>(pmax, g.v.size()));
+  const std::vector<float> yavg = g.logical(from_device<bfloat16>(pavg, g.v.size()));
+  const std::vector<std::int64_t> idx = from_device<std::int64_t>(pidx, g.v.size());
+  const std::vector<float> dmax = x.logical(from_device<bfloat16>(pdmax, x.v.size()));
+  const std::vector<float> davg = x.logical(from_device<bfloat16>(pdavg, x.v.size()));
+  std::vector<double> rdmax(x.v.size()), rdavg(x.v.size()), mdavg(x.v.size());
+  for (std::int64_t pl = 0; pl < 6; ++pl)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox) {
+        const std::int64_t o = (pl * oh + oy) * ow + ox;
+        double mx = -1e30, sum = 0;
+        std::int64_t arg = -1;
+        for (std::int64_t ky = 0; ky < 3; ++ky)
+          for (std::int64_t kx = 0; kx < 3; ++kx) {
+            const std::int64_t iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+            if (iy < 0 || iy >= x.h || ix < 0 || ix >= x.w) continue;
+            const float v = x.v[(pl * x.h + iy) * x.w + ix];
+            sum += v;
+            if (v > mx) mx = v, arg = iy * x.w + ix;
+          }
+        // The padded window counts 9 (count_include_pad) unless it overhangs the padded input.
+        const std::int64_t y0 = oy * 2 - 1, x0 = ox * 2 - 1;
+        const double cnt = double(std::min<std::int64_t>(y0 + 3, x.h + 1) - y0) * double(std::min<std::int64_t>(x0 + 3, x.w + 1) - x0);
+        ASSERT_EQ(ymax[o], mx) << o;  // a max is exact in any format
+        ASSERT_EQ(idx[o], arg) << o;
+        ASSERT_NEAR(yavg[o], sum / cnt, std::fabs(sum / cnt) * 0x1p-8 + 1e-6) << o;
+        rdmax[pl * x.h * x.w + arg] += g.v[o];
+        for (std::int64_t ky = 0; ky < 3; ++ky)
+          for (std::int64_t kx = 0; kx < 3; ++kx) {
+            const std::int64_t iy = y0 + ky, ix = x0 + kx;
+            if (iy < 0 || iy >= x.h || ix < 0 || ix >= x.w) continue;
+            rdavg[(pl * x.h + iy) * x.w + ix] += g.v[o] / cnt;
+            mdavg[(pl * x.h + iy) * x.w + ix] += std::fabs(g.v[o] / cnt);
+          }
+      }
+  expect_bf16_near(dmax, rdmax, std::vector<double>(x.v.size(), 0.0), "max backward");
+  expect_bf16_near(davg, rdavg, mdavg, "avg backward");
+}
+
+TEST_F(Bf16Ops, NllLossForwardAndBackwardMatchTheDefinition) {
+  const std::int64_t n = 9, c = 7;
+  std::vector<float> logp;
+  for (float f : random<float>(n * c, 101, -4.0f, 0.0f)) logp.push_back(ref_round(f));
+  std::vector<std::int64_t> target(n);
+  for (std::int64_t i = 0; i < n; ++i) target[i] = (i * 3) % c;
+  target[4] = -100;  // ignored
+  void* pin = to_device(bf16_of(logp));
+  void* pt = to_device(target);
+  const TensorDesc ind = desc(kBf16, {n, c}), td = desc(DType::kInt64, {n}), sd = desc(kBf16, {});
+  std::size_t ws = 0;
+  ASSERT_EQ(get_nll_loss_workspace_size(&h(), ind, LossReduction::kMean, &ws), Status::kSuccess) << last_error_detail();
+  void* pws = ws ? dalloc(ws) : nullptr;
+  void* pout = dalloc(2);
+  void* ptw = dalloc(2);
+  void* pgo = to_device(bf16_of({2.0f}));
+  void* pgi = dalloc(n * c * 2);
+  ASSERT_EQ(nll_loss_forward(&h(), LossReduction::kMean, -100, ind, pin, td, pt, nullptr, nullptr, pws, ws, sd, pout,
+                             sd, ptw),
+            Status::kSuccess)
+      << last_error_detail();
+  ASSERT_EQ(nll_loss_backward(&h(), LossReduction::kMean, -100, sd, pgo, td, pt, nullptr, nullptr, sd, ptw, ind, pgi),
+            Status::kSuccess)
+      << last_error_detail();
+  double sum = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (target[i] >= 0) sum -= logp[i * c + target[i]];
+  const float out = widen(from_device<bfloat16>(pout, 1)[0]);
+  EXPECT_EQ(widen(from_device<bfloat16>(ptw, 1)[0]), 8.0f);
+  EXPECT_NEAR(out, sum / 8, std::fabs(sum / 8) * 0x1p-8);
+  const std::vector<bfloat16> gi = from_device<bfloat16>(pgi, n * c);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < c; ++j)
+      ASSERT_EQ(widen(gi[i * c + j]), target[i] == j ? -0.25f : 0.0f) << i << "," << j;  // -2 / 8, exact
+}
+
+TEST_F(Bf16Ops, DropoutScalesKeptValuesAndRoundsOnce) {
+  const std::int64_t n = 2000;
+  const std::vector<float> xf = [&] {
+    std::vector<float> v;
+    for (float f : random<float>(n, 111, -2.0f, 2.0f)) v.push_back(ref_round(f));
+    return v;
+  }();
+  void* px = to_device(bf16_of(xf));
+  void* py = dalloc(n * 2);
+  void* pm = dalloc(n);
+  void* pdx = dalloc(n * 2);
+  const TensorDesc d = desc(kBf16, {n}), md = desc(DType::kBool, {n});
+  ASSERT_EQ(dropout_forward(&h(), 0.3, d, px, d, py, md, pm), Status::kSuccess) << last_error_detail();
+  ASSERT_EQ(dropout_backward(&h(), 1.0 / 0.7, d, px, md, pm, d, pdx), Status::kSuccess) << last_error_detail();
+  const std::vector<bfloat16> y = from_device<bfloat16>(py, n), dx = from_device<bfloat16>(pdx, n);
+  const std::vector<std::uint8_t> mask = from_device<std::uint8_t>(pm, n);
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    kept += mask[i];
+    // x * (1 / 0.7) in fp32, one rounding to bf16.
+    const float want = mask[i] ? ref_round(double(xf[i] * static_cast<float>(1.0 / 0.7))) : 0.0f;
+    ASSERT_NEAR(widen(y[i]), want, std::fabs(want) * 0x1p-8) << i;
+    ASSERT_EQ(widen(dx[i]), widen(y[i])) << i;  // the same product, the same rounding
+  }
+  EXPECT_NEAR(double(kept) / n, 0.7, 0.05);
+}
+
+// On mlu370-x4 each of these families refuses bf16 up front, naming the op and the preset.
+TEST_F(Bf16Ops, Mlu370RejectsBf16ConvNormPoolLossAndDropout) {
+  Handle::destroy(handle_);
+  ASSERT_EQ(mlusimLoadConfig("mlu370-x4"), cnrtSuccess);
+  ASSERT_EQ(Handle::create(&handle_), Status::kSuccess);
+  void* p = dalloc(4096);
+  const TensorDesc x = desc(kBf16, {1, 2, 4, 4}), c32 = desc(DType::kFloat32, {2});
+  auto refused = [&](Status st, const std::string& op, const std::string& arg) {
+    EXPECT_EQ(st, Status::kNotSupported) << op;
+    EXPECT_EQ(std::string(last_error_detail()).rfind(op + ": " + arg + " is bf16, which config 'mlu370-x4' does not compute", 0), 0u)
+        << last_error_detail();
+  };
+  ConvParams cp;
+  refused(conv2d_forward(&h(), cp, x, p, desc(kBf16, {2, 2, 1, 1}), p, nullptr, nullptr, x, p, p, 4096),
+          "conv2d_forward", "x");
+  refused(batch_norm_forward_training(&h(), 0.1, 1e-5, x, p, &c32, p, &c32, p, nullptr, nullptr, nullptr, nullptr, x,
+                                      p, nullptr, nullptr, nullptr, nullptr),
+          "batch_norm_forward_training", "x");
+  Pool2dParams pp;
+  pp.kernel_h = pp.kernel_w = pp.stride_h = pp.stride_w = 2;
+  refused(avg_pool2d_forward(&h(), pp, x, p, desc(kBf16, {1, 2, 2, 2}), p), "avg_pool2d_forward", "x");
+  refused(nll_loss_forward(&h(), LossReduction::kSum, -100, desc(kBf16, {2, 3}), p, desc(DType::kInt64, {2}), p,
+                           nullptr, nullptr, p, 4096, desc(kBf16, {}), p, desc(kBf16, {}), p),
+          "nll_loss_forward", "input");
+  refused(dropout_forward(&h(), 0.5, x, p, x, p, desc(DType::kBool, {1, 2, 4, 4}), p), "dropout_forward", "x");
 }
 
 }  // namespace

@@ -80,9 +80,10 @@ void check_tensors(const OpScope& op, const Tensor& input, const Tensor& weight,
     TORCH_CHECK(bias->scalar_type() == input.scalar_type(), op.name(), ": Input type (", input.scalar_type(),
                 ") and bias type (", bias->scalar_type(), ") should be the same");
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() == at::kFloat || input.scalar_type() == at::kHalf, op.name(),
-                              ": dtype ", input.scalar_type(), " is not supported on device mlu"
-                              "(libmlu conv2d takes float32 and float16)");
+  // bf16 passes here; libmlu refuses it on a preset without bf16 arithmetic, naming the preset.
+  const at::ScalarType t = input.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, op.name(), ": dtype ", t,
+                              " is not supported on device mlu (libmlu conv2d takes float32, float16 and bfloat16)");
 }
 
 at::MemoryFormat result_format(const Tensor& input, const Tensor& weight) {
