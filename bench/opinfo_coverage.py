@@ -90,7 +90,8 @@ MISSING_KERNEL = re.compile(r"\b(aten::[A-Za-z0-9_.]+)")
 # for float16 and bfloat16 inputs, where the CPU returns the input's dtype: native_layer_norm's mean
 # and rstd (layer_norm_kernel.cu: at::toAccumulateType) and batch norm's save_mean and save_invstd
 # (Normalization.cu). They are compared after rounding to the CPU's dtype.
-ACC_TYPE_OUTPUTS = {"native_layer_norm": (1, 2), "native_batch_norm": (1, 2), "_native_batch_norm_legit": (1, 2)}
+ACC_TYPE_OUTPUTS = {"native_layer_norm": (1, 2), "native_batch_norm": (1, 2), "_native_batch_norm_legit": (1, 2),
+                    "_batch_norm_with_update": (1, 2)}
 
 
 # ----------------------------------------------------------------------------------------------

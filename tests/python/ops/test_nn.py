@@ -877,3 +877,22 @@ def test_native_group_norm_rounds_once_as_the_cpu(dev):
     assert mixed[0].dtype == torch.float16 and mixed[1].dtype == torch.float32
     with pytest.raises(RuntimeError, match="divisible by num_groups"):
         torch.nn.functional.group_norm(x.to(dev), 4)
+
+
+def test_batch_norm_with_update_and_no_update(dev):
+    """torch 2's _batch_norm_with_update / _batch_norm_no_update: native_batch_norm's outputs and
+    running-statistics update, plus an empty uint8 reserve (CUDA's, without cuDNN)."""
+    g = torch.Generator().manual_seed(7)
+    x, w, b = torch.randn(4, 3, 5, generator=g), torch.randn(3, generator=g), torch.randn(3, generator=g)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    drm, drv = rm.to(dev), rv.to(dev)
+    got = torch.ops.aten._batch_norm_with_update(x.to(dev), w.to(dev), b.to(dev), drm, drv, 0.1, 1e-5)
+    ref = torch.ops.aten._batch_norm_with_update(x, w, b, rm, rv, 0.1, 1e-5)
+    for o, r in zip(got[:3], ref[:3]):
+        torch.testing.assert_close(o.cpu(), r, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(drm.cpu(), rm, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(drv.cpu(), rv, rtol=1e-6, atol=1e-6)
+    assert got[3].dtype == torch.uint8 and got[3].numel() == 0
+    out = torch.ops.aten._batch_norm_no_update(x.to(dev), w.to(dev), b.to(dev), drm, drv, 0.1, 1e-5)[0]
+    torch.testing.assert_close(out.cpu(), torch.ops.aten._batch_norm_no_update(x, w, b, rm, rv, 0.1, 1e-5)[0],
+                               rtol=1e-5, atol=1e-5)

@@ -209,3 +209,15 @@ def test_addr_rounds_each_step_as_torch_kernels(dev):
     torch.testing.assert_close(bcast, torch.addr(torch.ones(7), a, b))
     with pytest.raises(RuntimeError, match="1-D argument vec1"):
         torch.addr(s.to(dev), s.to(dev), b.to(dev))
+
+
+def test_linalg_cross(dev):
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(4, 3, 5, generator=g), torch.randn(1, 3, 5, generator=g)  # broadcast along dim 0
+    torch.testing.assert_close(torch.linalg.cross(a.to(dev), b.to(dev), dim=1).cpu(), torch.linalg.cross(a, b, dim=1))
+    c, d = torch.randn(6, 3, generator=g), torch.randn(6, 3, generator=g)
+    torch.testing.assert_close(torch.cross(c.to(dev), d.to(dev), dim=-1).cpu(), torch.cross(c, d, dim=-1))
+    i, j = torch.randint(-9, 9, (5, 3), generator=g), torch.randint(-9, 9, (5, 3), generator=g)
+    assert torch.equal(torch.linalg.cross(i.to(dev), j.to(dev)).cpu(), torch.linalg.cross(i, j))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(torch.ones(2, 4).to(dev), torch.ones(2, 4).to(dev))

@@ -16,6 +16,7 @@
 //   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
 //   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
 //   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
+//   linalg_cross (cross) = a1 b2 - a2 b1, ... one program per component, cat  [CrossKernel.cu]
 //   _embedding_bag (sum / mean / max, per_sample_weights, padding_idx): each index's bag by
 //     searchsorted over the offsets, index_select of the rows, scatter_add / scatter_reduce amax per
 //     bag                                             [EmbeddingBag.cu]
@@ -30,6 +31,7 @@
 #include <tuple>
 #include <vector>
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/all.h>
 #include <ATen/ops/amax.h>
@@ -289,6 +291,26 @@ Tensor& mlu_index_add_out(const Tensor& self, int64_t dim, const Tensor& index, 
 }
 Tensor& mlu_index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
   return write_out(mlu_index_add(self, dim, index, source, alpha), self, "aten::index_add_");
+}
+
+// ---- linalg_cross ------------------------------------------------------------------------------------
+
+// The three components along dim, each one program over the broadcast operands' slices
+// (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0), concatenated along dim. torch.cross goes through it.
+Tensor& mlu_linalg_cross_out(const Tensor& self, const Tensor& other, int64_t dim, Tensor& out) {
+  const char* name = "aten::linalg_cross";
+  OpScope op(name, self);
+  TORCH_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  const int64_t d = wrap_dim(dim, self.dim(), name);
+  TORCH_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
+              " must have length 3. Got ", self.size(d), " and ", other.size(d));
+  const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+  const Tensor a = self.expand(shape), b = other.expand(shape);
+  auto component = [&](int64_t i, int64_t j) {
+    return run_elementwise_program({a.narrow(d, i, 1), b.narrow(d, j, 1), a.narrow(d, j, 1), b.narrow(d, i, 1)},
+                                   "sub(mul($0, $1), mul($2, $3))");
+  };
+  return write_out(at::cat({component(1, 2), component(2, 0), component(0, 1)}, d), out, name);
 }
 
 // ---- embedding_bag -----------------------------------------------------------------------------------
@@ -624,6 +646,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("take", TORCH_FN(mlu_take));
   m.impl("take.out", TORCH_FN(mlu_take_out));
   m.impl("channel_shuffle", TORCH_FN(mlu_channel_shuffle));
+  m.impl("linalg_cross.out", TORCH_FN(mlu_linalg_cross_out));
   m.impl("_embedding_bag", TORCH_FN(mlu_embedding_bag));
   m.impl("_embedding_bag_forward_only", TORCH_FN(mlu_embedding_bag_forward_only));
   m.impl("index_add", TORCH_FN(mlu_index_add));

@@ -739,6 +739,25 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm_legit_no_training(const
   return mlu_native_batch_norm(input, weight, bias, running_mean, running_var, /*training=*/false, momentum, eps);
 }
 
+// _batch_norm_with_update / _batch_norm_no_update (torch 2's batch norm ops of exported and compiled
+// graphs): native_batch_norm in training / eval mode plus CUDA's reserve output, an empty uint8
+// tensor (there is no cuDNN workspace to keep on this device).
+std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_batch_norm_with_update(const Tensor& input, const OptTensor& weight,
+                                                                      const OptTensor& bias, Tensor& running_mean,
+                                                                      Tensor& running_var, double momentum, double eps) {
+  auto [out, mean, invstd] =
+      mlu_native_batch_norm(input, weight, bias, running_mean, running_var, /*training=*/true, momentum, eps);
+  return std::make_tuple(out, mean, invstd, empty_on(input.device(), {0}, at::kByte));
+}
+std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_batch_norm_no_update(const Tensor& input, const OptTensor& weight,
+                                                                    const OptTensor& bias, const OptTensor& running_mean,
+                                                                    const OptTensor& running_var, double momentum,
+                                                                    double eps) {
+  auto [out, mean, invstd] =
+      mlu_native_batch_norm(input, weight, bias, running_mean, running_var, /*training=*/false, momentum, eps);
+  return std::make_tuple(out, mean, invstd, empty_on(input.device(), {0}, at::kByte));
+}
+
 std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_batch_norm_out(const Tensor& input, const OptTensor& weight_opt,
                                                                 const OptTensor& bias_opt,
                                                                 const OptTensor& running_mean_opt,
@@ -1249,6 +1268,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", TORCH_FN(mlu_native_batch_norm));
   m.impl("native_batch_norm.out", TORCH_FN(mlu_native_batch_norm_out));
   m.impl("_native_batch_norm_legit", TORCH_FN(mlu_native_batch_norm_legit));
+  m.impl("_batch_norm_with_update", TORCH_FN(mlu_batch_norm_with_update));
+  m.impl("_batch_norm_no_update", TORCH_FN(mlu_batch_norm_no_update));
   m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(mlu_native_batch_norm_legit_no_stats));
   m.impl("_native_batch_norm_legit_no_training", TORCH_FN(mlu_native_batch_norm_legit_no_training));
   m.impl("native_batch_norm_backward", TORCH_FN(mlu_native_batch_norm_backward));
