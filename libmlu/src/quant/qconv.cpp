@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "gemm/device_model.h"
 #include "mlusim/mlu/quant.h"
@@ -43,10 +44,6 @@ using namespace mlusim::dev;
 using sim::VecBinaryOp;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
-std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
-std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 struct QConvJob {
   std::size_t n = 0, h = 0, w = 0, c = 0, oc = 0, kh = 1, kw = 1, oh = 0, ow = 0;

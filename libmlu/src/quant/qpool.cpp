@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "mlusim/mlu/quant.h"
 #include "mlusim/sim/kernel_api.h"
@@ -18,8 +19,6 @@ namespace mlusim::mlu {
 using namespace mlusim::dev;
 
 namespace {
-
-std::int64_t i64(std::size_t v) { return static_cast<std::int64_t>(v); }
 
 struct PoolJob {
   std::size_t n = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "mlusim/mlu/quant.h"
 #include "mlusim/sim/kernel_api.h"
@@ -38,7 +39,7 @@ struct StreamJob {
   std::int64_t zero_point = 0;
   std::uint64_t scales = 0, zero_points = 0;  // per channel: fp32 [C], int32 [C]
   std::int64_t quant_min = -128, quant_max = 127;
-  std::size_t chunks_per_run() const { return std::max<std::size_t>(1, (inner + kChunk - 1) / kChunk); }
+  std::size_t chunks_per_run() const { return std::max<std::size_t>(1, ceil_div(inner, kChunk)); }
   std::size_t items() const { return outer * channels * chunks_per_run(); }
 };
 
@@ -200,7 +201,7 @@ struct SumsJob {
 void sums_kernel(const SumsJob& j) {
   const Addr i8 = alloc(Space::kNram, kChunk), i32 = alloc(Space::kNram, kChunk * 4),
              part = alloc(Space::kNram, kChunk * 4), total = alloc(Space::kNram, kChunk * 4);
-  const std::size_t rb = j.rows_per_block(), blocks = (j.rows + rb - 1) / rb;
+  const std::size_t rb = j.rows_per_block(), blocks = ceil_div(j.rows, rb);
   for (std::size_t b = task_id(); b < blocks; b += task_dim()) {
     const std::size_t r0 = b * rb, nr = std::min(rb, j.rows - r0);
     vec_fill(DType::kInt32, total, 0.0, nr);
@@ -253,7 +254,7 @@ Status int8_weight_sums(Handle* h, const TensorDesc& w, const void* w_ptr, const
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
-  const std::size_t blocks = (j.rows + j.rows_per_block() - 1) / j.rows_per_block();
+  const std::size_t blocks = ceil_div(j.rows, j.rows_per_block());
   MLU_RETURN_IF_ERROR(launch(*h, op, [j] { sums_kernel(j); }, block_dim(*h, blocks), cnrtFuncTypeBlock));
   record(*h, op, 0, static_cast<std::uint64_t>(w.numel()) + j.rows * 4, 1);
   return Status::kSuccess;
