@@ -54,6 +54,8 @@ struct QConvJob {
   double inv_y = 1.0;  // 1.0 / y_scale in double; the VFU rounds it to fp32
   std::uint64_t w_scales = 0, w_sums = 0, bias = 0;  // 0: none (w_sums: x_zp == 0)
   bool relu = false;
+  float y_scale = 1.0f;
+  std::size_t out_es = 1;  // y's element size: 1 (int8) or 4 (fp32, dequantize_output)
   // Plan. staged: UNION1, weights staged per cluster in SRAM (see the header comment); jobs =
   // chunks x gp (gp tile groups per chunk), job k on cluster k % clusters.
   std::size_t rh = 0, nco = 0, cc = 0;
@@ -87,7 +89,7 @@ double estimate(const QConvJob& j, const gemm::DeviceModel& d, std::size_t cores
   const double w_chunk = static_cast<double>(j.nco * j.kh * j.kw * j.c);
   const double w_loads = steps == 1 ? static_cast<double>(std::min(j.chunks(), ceil_div(per, per_chunk) + 1))
                                     : static_cast<double>(per);
-  const double out_tile = static_cast<double>(p * j.nco);
+  const double out_tile = static_cast<double>(p * j.nco * j.out_es);
   const double tfu = static_cast<double>(per * steps) *
                      static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.cc, j.nco));
   const double in_dma = static_cast<double>(per) * in_tile / d.io_dma_bpc;
@@ -106,7 +108,8 @@ double estimate_staged(const QConvJob& j, const gemm::DeviceModel& d, std::size_
   const std::size_t per_chunk = j.n * j.bands(), group = ceil_div(per_chunk, j.gp), per = ceil_div(group, cpc);
   const std::size_t jobs = ceil_div(j.jobs(), clusters), p = j.rh * j.ow;
   const double w_chunk = static_cast<double>(j.nco * j.kh * j.kw * j.c);
-  const double in_tile = static_cast<double>(j.in_rows(j.rh) * j.w * j.c), out_tile = static_cast<double>(p * j.nco);
+  const double in_tile = static_cast<double>(j.in_rows(j.rh) * j.w * j.c),
+               out_tile = static_cast<double>(p * j.nco * j.out_es);
   const double tfu = static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.c, j.nco));
   const double passes = 4.0 + (j.w_sums ? 1 : 0) + (j.bias ? 1 : 0) + (j.relu ? 1 : 0);
   const double vfu = passes * static_cast<double>(d.vfu_cycles_fp32(p * j.nco));
@@ -321,11 +324,19 @@ class QConvTask {
       vec_binary_scalar(VecBinaryOp::kAdd, DType::kFloat32, acc_, acc_, static_cast<double>(j_.y_zp), n);
     if (j_.relu) vec_binary_scalar(VecBinaryOp::kMax, DType::kFloat32, acc_, acc_, static_cast<double>(j_.y_zp), n);
     vec_cast(DType::kInt8, out_, DType::kFloat32, acc_, n);  // round half to even, saturating to [-128, 127]
-    const Addr dst{Space::kGdram, j_.y + ((st.img * j_.oh + st.band * j_.rh) * j_.ow) * j_.oc + oc0};
+    Addr src = out_;
+    if (j_.out_es == 4) {  // dequantize_output: the int8 values back to fp32, in the accumulator
+      vec_cast(DType::kFloat32, acc_, DType::kInt8, out_, n);
+      vec_binary_scalar(VecBinaryOp::kSub, DType::kFloat32, acc_, acc_, static_cast<double>(j_.y_zp), n);
+      vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, acc_, acc_, j_.y_scale, n);
+      src = acc_;
+    }
+    const std::size_t es = j_.out_es;
+    const Addr dst{Space::kGdram, j_.y + (((st.img * j_.oh + st.band * j_.rh) * j_.ow) * j_.oc + oc0) * es};
     if (nco == j_.oc)
-      memcpy_async(dst, out_, n, Dir::kNram2Gdram);
+      memcpy_async(dst, src, n * es, Dir::kNram2Gdram);
     else
-      memcpy_strided_async(dst, out_, CopyShape{nco, p, i64(j_.oc), i64(nco)}, Dir::kNram2Gdram);
+      memcpy_strided_async(dst, src, CopyShape{nco * es, p, i64(j_.oc * es), i64(nco * es)}, Dir::kNram2Gdram);
   }
 
   static constexpr std::size_t kNone = ~std::size_t{0};
@@ -356,8 +367,10 @@ Status launch_qconv(Handle* h, const char* op, QConvJob j, const Int8Output& o) 
   j.w_sums = o.x_zero_point != 0 ? reinterpret_cast<std::uintptr_t>(o.w_sums_ptr) : 0;
   j.bias = o.bias ? reinterpret_cast<std::uintptr_t>(o.bias_ptr) : 0;
   j.relu = o.relu;
+  j.y_scale = static_cast<float>(o.y_scale);
+  j.out_es = o.dequantize_output ? 4 : 1;
   const std::uint64_t macs = static_cast<std::uint64_t>(j.n * j.oh * j.ow) * j.oc * j.kh * j.kw * j.c;
-  const std::uint64_t bytes = j.n * j.h * j.w * j.c + j.oc * j.kh * j.kw * j.c + j.n * j.oh * j.ow * j.oc +
+  const std::uint64_t bytes = j.n * j.h * j.w * j.c + j.oc * j.kh * j.kw * j.c + j.n * j.oh * j.ow * j.oc * j.out_es +
                               j.oc * (4 + (j.w_sums ? 4 : 0) + (j.bias ? 4 : 0));
   if (j.n * j.oh * j.ow * j.oc == 0) {
     record(*h, op, 0, 0, 0);
@@ -384,7 +397,7 @@ Status qconv2d(Handle* h, const ConvParams& p, const Int8Output& o, const Tensor
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
   MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kInt8}, op, "x"));
   MLU_RETURN_IF_ERROR(check_dtype_in(w, {DType::kInt8}, op, "w"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {o.dequantize_output ? DType::kFloat32 : DType::kInt8}, op, "y"));
   MLU_RETURN_IF_ERROR(quant::check_int8_tfu(op));
   MLU_CHECK(quant::nhwc_dense(x) && quant::nhwc_dense(w) && quant::nhwc_dense(y), Status::kBadParam,
             std::string(op) + ": x " + x.str() + ", w " + w.str() + " and y " + y.str() +
@@ -428,7 +441,7 @@ Status qlinear(Handle* h, const Int8Output& o, const TensorDesc& x, const void* 
   MLU_RETURN_IF_ERROR(check_desc(&y, op, "y"));
   MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kInt8}, op, "x"));
   MLU_RETURN_IF_ERROR(check_dtype_in(w, {DType::kInt8}, op, "w"));
-  MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kInt8}, op, "y"));
+  MLU_RETURN_IF_ERROR(check_dtype_in(y, {o.dequantize_output ? DType::kFloat32 : DType::kInt8}, op, "y"));
   MLU_RETURN_IF_ERROR(quant::check_int8_tfu(op));
   MLU_CHECK(x.ndim() == 2 && w.ndim() == 2 && y.ndim() == 2 && x.contiguous() && w.contiguous() && y.contiguous() &&
                 w.dim(1) == x.dim(1) && y.dim(0) == x.dim(0) && y.dim(1) == w.dim(0),

@@ -275,6 +275,16 @@ TEST_F(Quant, LinearMatchesTheExactIntegerReference) {
       for (std::int64_t t = 0; t < k; ++t) acc += (x[i * k + t] - 17) * w[j * k + t];
       ASSERT_EQ(y[i * n + j], requant(acc, 0.02f, ws[j], &bias[j], false, 0.1, 3)) << i << "," << j;
     }
+  // dequantize_output: the same int8 values, dequantized into an fp32 y.
+  o.dequantize_output = true;
+  void* pf = dalloc(m * n * 4);
+  ASSERT_EQ(qlinear(&h(), o, desc(DType::kInt8, {m, k}), px, desc(DType::kInt8, {n, k}), pw,
+                    desc(DType::kFloat32, {m, n}), pf),
+            Status::kSuccess)
+      << last_error_detail();
+  const std::vector<float> f = from_device<float>(pf, m * n);
+  for (std::int64_t i = 0; i < m * n; ++i)
+    ASSERT_EQ(f[i], (static_cast<float>(y[i]) - 3.0f) * static_cast<float>(0.1)) << i;
 }
 
 TEST_F(Quant, BadArgumentsAreNamed) {

@@ -20,7 +20,8 @@ convert_pt2e moved to the separate torchao package, which this project does not 
    q(scale, zero point) into one int8 module (QConv2d / QLinear: torch.ops.mlu.qconv2d / qlinear,
    libmlu's int8 kernels on the TFU's int8 array, int32 accumulation, requantization), and every
    dq(a) + dq(b) [-> relu] -> q (residual connections) into torch.ops.mlu.qadd, and
-   dq -> max pool -> q (shared scale) into torch.ops.mlu.qmax_pool2d. What stays unfused
+   dq -> max pool -> q (shared scale) into torch.ops.mlu.qmax_pool2d; a dequantize right after an
+   int8 layer is folded into its store (dequantize_output). What stays unfused
    (average pools, flatten, the final dequantize, layers whose weights are not symmetric)
    runs as the device's quantize / dequantize kernels and fp32 device ops, never on the CPU.
 
@@ -183,6 +184,7 @@ class _Int8Layer(nn.Module):
         self.x_scale, self.x_zero_point = float(x_scale), int(x_zero_point)
         self.y_scale, self.y_zero_point = float(y_scale), int(y_zero_point)
         self.relu = bool(relu)
+        self.dequantize_output = False  # set by the lowering when a dequantize follows: y is fp32
 
     def _sums(self):
         if self.x_zero_point == 0:
@@ -207,7 +209,7 @@ class QConv2d(_Int8Layer):
     def forward(self, x):
         return torch.ops.mlu.qconv2d(x, self.weight, self.w_scales, self._sums(), self.bias, self.stride,
                                      self.padding, self.dilation, self.x_scale, self.x_zero_point, self.y_scale,
-                                     self.y_zero_point, self.relu)
+                                     self.y_zero_point, self.relu, self.dequantize_output)
 
 
 class QLinear(_Int8Layer):
@@ -215,7 +217,8 @@ class QLinear(_Int8Layer):
 
     def forward(self, x):
         return torch.ops.mlu.qlinear(x, self.weight, self.w_scales, self._sums(), self.bias, self.x_scale,
-                                     self.x_zero_point, self.y_scale, self.y_zero_point, self.relu)
+                                     self.x_zero_point, self.y_scale, self.y_zero_point, self.relu,
+                                     self.dequantize_output)
 
 
 # ---- the lowering pass ------------------------------------------------------------------------
@@ -293,6 +296,20 @@ def _fuse_max_pools(gm):
             graph.erase_node(dq)
 
 
+def _fold_output_dequantize(gm, layers):
+    """An int8 layer whose every user is a dequantize with its own (scale, zero point) stores fp32
+    itself (dequantize_output): one kernel and one DRAM round trip of the int8 tensor fewer."""
+    for node in layers:
+        mod, users = gm.get_submodule(node.target), list(node.users)
+        if not users or not all(_is(u, _qd.dequantize_per_tensor.default) and
+                                _int8_args(u) == (mod.y_scale, mod.y_zero_point) for u in users):
+            continue
+        mod.dequantize_output = True
+        for u in users:
+            u.replace_all_uses_with(node)
+            gm.graph.erase_node(u)
+
+
 def _pool_inputs_contiguous(gm):
     """For the max pools _fuse_max_pools leaves in fp32: the int8 convolutions return channels_last
     tensors, and the device's fp32 max pool is several times faster on contiguous (NCHW) input
@@ -358,7 +375,7 @@ def lower_graph(gm):
     """The pass of step 4 over one converted GraphModule (in place). Returns the number of
     conv/linear layers turned into int8 device modules."""
     _ao()
-    graph, fused = gm.graph, 0
+    graph, fused, layers = gm.graph, 0, []
     for node in list(graph.nodes):
         if node.op != "call_module" or len(node.args) != 1 or node.kwargs:
             continue
@@ -386,6 +403,7 @@ def lower_graph(gm):
         gm.add_submodule(name, cls(ref, xq[0], xq[1], yq[0], yq[1], relu))
         with graph.inserting_before(q):
             new = graph.call_module(name, (dq.args[0],))
+        layers.append(new)
         q.replace_all_uses_with(new)
         graph.erase_node(q)
         if tail is not node:
@@ -396,6 +414,7 @@ def lower_graph(gm):
         fused += 1
     _fuse_adds(gm)
     _fuse_max_pools(gm)
+    _fold_output_dequantize(gm, layers)
     _pool_inputs_contiguous(gm)
     graph.eliminate_dead_code()
     gm.delete_all_unused_submodules()

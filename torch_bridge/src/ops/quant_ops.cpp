@@ -12,10 +12,11 @@
 //       correction qconv2d / qlinear take, computed once per weight).
 //   mlu::qconv2d(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, int[2] stride,
 //                int[2] padding, int[2] dilation, float x_scale, int x_zero_point, float y_scale,
-//                int y_zero_point, bool relu) -> Tensor
+//                int y_zero_point, bool relu, bool dequantize_output=False) -> Tensor
 //       int8 x [N, C, H, W] (made channels_last on the device if it is not), int8 w [OC, C, KH, KW]
 //       (channels_last), fp32 w_scales [OC] (symmetric weights), fp32 bias: the int8 convolution
-//       on the TFU's int8 array with requantization (libmlu qconv2d); y int8, channels_last.
+//       on the TFU's int8 array with requantization (libmlu qconv2d); y int8, channels_last
+//       (dequantize_output: y fp32, the following dequantize_per_tensor folded into the store).
 //   mlu::qadd(Tensor a, Tensor b, float a_scale, int a_zero_point, float b_scale, int b_zero_point,
 //             float y_scale, int y_zero_point, bool relu) -> Tensor
 //       int8 a, b of the same shape: quantize(relu?(dequantize(a) + dequantize(b))) in one pass
@@ -25,7 +26,7 @@
 //       int8 max pooling (libmlu qmax_pool2d; x made channels_last on the device if it is not; y
 //       channels_last): dq -> max_pool2d -> q with shared (scale, zero point), exactly.
 //   mlu::qlinear(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, float x_scale,
-//                int x_zero_point, float y_scale, int y_zero_point, bool relu) -> Tensor
+//                int x_zero_point, float y_scale, int y_zero_point, bool relu, bool dequantize_output=False)
 //       int8 x [..., K], w [N, K]: y int8 [..., N] (libmlu qlinear).
 // The arithmetic is libmlu's (mlu/quant.h); bad arguments raise ValueError naming the op.
 #include <cstdint>
@@ -192,7 +193,7 @@ std::int64_t pair_at(at::IntArrayRef v, std::size_t i, const char* op, const cha
 Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& w_scales, const std::optional<Tensor>& w_sums,
                const std::optional<Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding,
                at::IntArrayRef dilation, double x_scale, std::int64_t x_zp, double y_scale, std::int64_t y_zp,
-               bool relu) {
+               bool relu, bool dequantize_output) {
   OpScope op("mlu::qconv2d", x);
   check_on_device(x, op.device(), op.name(), "x");
   check_on_device(w, op.device(), op.name(), "w");
@@ -211,8 +212,11 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& w_scales, const s
   const std::int64_t oh = (x.size(2) + 2 * p.pad_h - p.dilation_h * (kh - 1) - 1) / p.stride_h + 1;
   const std::int64_t ow = (x.size(3) + 2 * p.pad_w - p.dilation_w * (kw - 1) - 1) / p.stride_w + 1;
   TORCH_CHECK(oh > 0 && ow > 0, op.name(), ": the kernel ", w.sizes(), " is larger than the padded input ", x.sizes());
-  Tensor y = at::empty({x.size(0), w.size(0), oh, ow}, xc.options().memory_format(at::MemoryFormat::ChannelsLast));
+  Tensor y = at::empty({x.size(0), w.size(0), oh, ow}, xc.options()
+                                                            .dtype(dequantize_output ? at::kFloat : at::kChar)
+                                                            .memory_format(at::MemoryFormat::ChannelsLast));
   Int8Args a(op, w_scales, w_sums, bias, x_scale, x_zp, y_scale, y_zp, relu);
+  a.o.dequantize_output = dequantize_output;
   const mlu::TensorDesc dx = desc(xc, op.name(), mlu::Layout::kNCHW), dw = desc(wc, op.name(), mlu::Layout::kNCHW),
                         dy = desc(y, op.name(), mlu::Layout::kNCHW);
   op.check(mlu::qconv2d(op.handle(), p, a.o, dx, xc.data_ptr(), dw, wc.data_ptr(), dy, y.data_ptr()), "qconv2d");
@@ -221,7 +225,7 @@ Tensor qconv2d(const Tensor& x, const Tensor& w, const Tensor& w_scales, const s
 
 Tensor qlinear(const Tensor& x, const Tensor& w, const Tensor& w_scales, const std::optional<Tensor>& w_sums,
                const std::optional<Tensor>& bias, double x_scale, std::int64_t x_zp, double y_scale, std::int64_t y_zp,
-               bool relu) {
+               bool relu, bool dequantize_output) {
   OpScope op("mlu::qlinear", x);
   check_on_device(x, op.device(), op.name(), "x");
   check_on_device(w, op.device(), op.name(), "w");
@@ -230,8 +234,9 @@ Tensor qlinear(const Tensor& x, const Tensor& w, const Tensor& w_scales, const s
   TORCH_CHECK(x.dim() >= 1 && w.dim() == 2 && x.size(-1) == w.size(1), op.name(), ": x ", x.sizes(),
               " and w ", w.sizes(), " cannot be multiplied (expected x [..., K], w [N, K])");
   const Tensor x2 = x.reshape({-1, x.size(-1)}).contiguous(), wc = w.contiguous();
-  Tensor y = empty_on(op.device(), {x2.size(0), w.size(0)}, at::kChar);
+  Tensor y = empty_on(op.device(), {x2.size(0), w.size(0)}, dequantize_output ? at::kFloat : at::kChar);
   Int8Args a(op, w_scales, w_sums, bias, x_scale, x_zp, y_scale, y_zp, relu);
+  a.o.dequantize_output = dequantize_output;
   const mlu::TensorDesc dx = desc(x2, op.name()), dw = desc(wc, op.name()), dy = desc(y, op.name());
   op.check(mlu::qlinear(op.handle(), a.o, dx, x2.data_ptr(), dw, wc.data_ptr(), dy, y.data_ptr()), "qlinear");
   std::vector<std::int64_t> sizes(x.sizes().begin(), x.sizes().end() - 1);
@@ -301,9 +306,10 @@ TORCH_LIBRARY_FRAGMENT(mlu, m) {
         "int y_zero_point, bool relu) -> Tensor");
   m.def("int8_weight_sums(Tensor w) -> Tensor");
   m.def("qconv2d(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, int[2] stride, int[2] padding, "
-        "int[2] dilation, float x_scale, int x_zero_point, float y_scale, int y_zero_point, bool relu) -> Tensor");
+        "int[2] dilation, float x_scale, int x_zero_point, float y_scale, int y_zero_point, bool relu, "
+        "bool dequantize_output=False) -> Tensor");
   m.def("qlinear(Tensor x, Tensor w, Tensor w_scales, Tensor? w_sums, Tensor? bias, float x_scale, int x_zero_point, "
-        "float y_scale, int y_zero_point, bool relu) -> Tensor");
+        "float y_scale, int y_zero_point, bool relu, bool dequantize_output=False) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {

@@ -112,6 +112,9 @@ struct Int8Output {
   bool relu = false;
   double y_scale = 1.0;
   std::int64_t y_zero_point = 0;
+  // y is fp32 = (fp32(y_q) - y_zero_point) * fp32(y_scale): the dequantize that follows the layer
+  // in torch.ao's reference chain, folded into the store (y_q is still rounded to int8 first).
+  bool dequantize_output = false;
 };
 
 Status qconv2d(Handle* h, const ConvParams& p, const Int8Output& o, const TensorDesc& x, const void* x_ptr,
