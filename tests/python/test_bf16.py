@@ -224,6 +224,16 @@ def test_pooling_losses_and_dropout_match_the_cpu(mlu590):
     assert torch.equal(xd.grad.cpu(), torch.where(kept.cpu(), torch.tensor(1 / 0.75), 0).to(torch.bfloat16))
 
 
+def test_random_fills_are_the_fp32_draws_rounded_to_bf16(mlu590):
+    torch.manual_seed(5)
+    u = torch.rand(2000, device=mlu590, dtype=torch.bfloat16)
+    torch.manual_seed(5)
+    u32 = torch.rand(2000, device=mlu590)
+    assert u.dtype == torch.bfloat16 and torch.equal(u.cpu(), u32.cpu().to(torch.bfloat16))
+    z = torch.randn(4000, device=mlu590, dtype=torch.bfloat16).float().cpu()
+    assert abs(z.mean().item()) < 0.1 and abs(z.std().item() - 1) < 0.1
+
+
 class _TinyResBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -871,7 +871,7 @@ Tensor& mlu_logspace_out(const c10::Scalar& start, const c10::Scalar& end, int64
 //                         Integer results go through int32 (the VFU's integers): from and to must
 //                         lie within int32 for integer dtypes, else NotImplementedError.
 //   bernoulli_(p tensor)  u < p
-// Results are computed in fp32 and cast to self's dtype (fp16, float64 storage, integers).
+// Results are computed in fp32 and cast to self's dtype (fp16, bf16, float64 storage, integers).
 
 constexpr double kTwoPi = 6.283185307179586;
 constexpr double kPi = 3.141592653589793;
@@ -889,9 +889,12 @@ Tensor uniform_tensor(OpScope& op, at::IntArrayRef sizes, double lo, double hi, 
 // computed in fp32 and stored, as its other ops).
 void check_random_self(const Tensor& self, const char* op, bool integers_too) {
   const at::ScalarType t = self.scalar_type();
-  const bool ok = t == at::kFloat || t == at::kHalf || t == at::kDouble ||
+  // bfloat16 is converted from the fp32 draws by copy_strided, which refuses it (naming the preset)
+  // where the preset has no bf16 arithmetic.
+  const bool ok = t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble ||
                   (integers_too && (t == at::kInt || t == at::kLong || t == at::kChar || t == at::kByte || t == at::kBool));
-  TORCH_CHECK_NOT_IMPLEMENTED(ok, op, ": dtype ", t, " is not supported on device mlu (float32, float16, float64",
+  TORCH_CHECK_NOT_IMPLEMENTED(ok, op, ": dtype ", t,
+                              " is not supported on device mlu (float32, float16, bfloat16, float64",
                               integers_too ? ", int8, uint8, int32, int64, bool)" : ")");
 }
 

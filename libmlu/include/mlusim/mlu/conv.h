@@ -5,7 +5,8 @@
 // [N, H, W, C]); kND 4-d descriptors read as NCHW. Weights are [OC, C/groups, KH, KW] (kNCHW or
 // kND) or [OC, KH, KW, C/groups] (kNHWC). Any strides work (torch's channels_last is an NCHW
 // descriptor with NHWC strides). Shapes follow torch: OH = (H + 2 pad_h - dil_h (KH - 1) - 1) /
-// stride_h + 1. dtypes: all fp32 or all fp16 (fp32 accumulation, one rounding to fp16).
+// stride_h + 1. dtypes: all fp32, all fp16 or all bf16 (fp32 accumulation, one rounding to the
+// 16-bit dtype; bf16 where the config computes it, else kNotSupported naming op and config).
 //
 // Kernels: with channels-innermost operands (NHWC / channels_last activations, weights with
 // channel stride 1), groups == 1 and a TFU array for the dtype, the forward (without a batch norm

@@ -15,8 +15,8 @@ namespace mlusim::mlu {
 enum class LossReduction : std::uint8_t { kNone, kMean, kSum };
 
 // Shapes (C classes): input [C] with target [] ; input [N,C] with target [N] ; input [N,C,d1..dk]
-// with target [N,d1..dk]. Input fp32 or fp16; target int32 or int64; weight (optional, nullptr
-// for none) [C] of input's float kind (fp32 or fp16).
+// with target [N,d1..dk]. Input fp32, fp16 or bf16 (bf16 where the config computes it); target int32
+// or int64; weight (optional, nullptr for none) [C], a float dtype.
 //   sample loss  l_i = -w[t_i] * input[i, t_i]      (0, and weight 0, where t_i == ignore_index)
 //   kNone: output has target's dims, l_i per sample
 //   kSum:  output [] = sum l_i
@@ -34,7 +34,7 @@ Status nll_loss_forward(Handle* h, LossReduction reduction, std::int64_t ignore_
                         const TensorDesc& output, void* output_ptr, const TensorDesc& total_weight,
                         void* total_weight_ptr);
 
-// grad_input (input's dims, fp32 or fp16) = 0 everywhere except grad_input[i, t_i] = -w[t_i] * g_i,
+// grad_input (input's dims, fp32, fp16 or bf16) = 0 everywhere except grad_input[i, t_i] = -w[t_i] * g_i,
 // where g_i = grad_output[i] (kNone), grad_output (kSum) or grad_output / total_weight (kMean).
 // grad_output: target's dims for kNone, [] otherwise; total_weight: [] from the forward.
 Status nll_loss_backward(Handle* h, LossReduction reduction, std::int64_t ignore_index, const TensorDesc& grad_output,

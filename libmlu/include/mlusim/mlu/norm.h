@@ -1,7 +1,7 @@
 // Batch normalization and layer normalization, forward and backward, with PyTorch's semantics
 // (aten native_batch_norm / native_batch_norm_backward, native_layer_norm /
-// native_layer_norm_backward). fp32 and fp16 tensors (layer norm also bf16); statistics and
-// arithmetic are fp32 on chip.
+// native_layer_norm_backward). fp32, fp16 and bf16 tensors (bf16 where the config computes it);
+// statistics and arithmetic are fp32 on chip, one rounding on store.
 // Optional tensors are passed as a null descriptor pointer.
 #pragma once
 

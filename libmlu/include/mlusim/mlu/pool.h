@@ -1,7 +1,7 @@
 // 2-d pooling over NCHW activations, forward and backward, with PyTorch's semantics (aten
 // max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and their backwards). Tensors are
-// [N,C,H,W] or unbatched [C,H,W] (dims in that order, any strides), fp32 or fp16 with fp32
-// arithmetic on chip.
+// [N,C,H,W] or unbatched [C,H,W] (dims in that order, any strides), fp32, fp16 or bf16 (where the
+// config computes it) with fp32 arithmetic on chip.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ namespace mlusim::mlu {
 
 // torch's native_dropout (training): mask = keep (bool or int8 0/1), y = x * mask / (1 - p);
 // p = 1 gives y = 0 and an all-false mask, p = 0 gives y = x. p in [0, 1]. y and mask have x's
-// dims (y fp32 or fp16, x likewise).
+// dims (y fp32, fp16 or bf16 where the config computes it; x likewise; fp32 math, one rounding).
 Status dropout_forward(Handle* h, double p, const TensorDesc& x, const void* x_ptr, const TensorDesc& y, void* y_ptr,
                        const TensorDesc& mask, void* mask_ptr);
 
