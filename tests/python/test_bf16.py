@@ -234,6 +234,16 @@ def test_random_fills_are_the_fp32_draws_rounded_to_bf16(mlu590):
     assert abs(z.mean().item()) < 0.1 and abs(z.std().item() - 1) < 0.1
 
 
+def test_embedding_backward_adds_rows_in_index_order_like_the_cpu(mlu590):
+    w, g = rand(10, 16, seed=55), rand(3, 7, 16, seed=56)
+    idx = torch.tensor([[1, 3, 1, 9, 0, 1, 3], [2, 2, 2, 2, 5, 5, 1], [0, 0, 7, 7, 1, 3, 8]])  # repeats accumulate
+    wd, wc = w.to(mlu590).requires_grad_(), w.clone().requires_grad_()
+    F.embedding(idx.to(mlu590), wd, padding_idx=5).backward(g.to(mlu590))
+    F.embedding(idx, wc, padding_idx=5).backward(g)
+    assert wd.grad.dtype == torch.bfloat16 and not wd.grad.cpu()[5].any()
+    torch.testing.assert_close(wd.grad.cpu(), wc.grad, **BF16)
+
+
 class _TinyResBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()

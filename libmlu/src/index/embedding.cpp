@@ -209,7 +209,8 @@ Status embedding_backward(Handle* h, const TensorDesc& grad_out, const void* gra
   auto L = std::make_shared<EmbeddingLaunch>();
   MLU_RETURN_IF_ERROR(prepare(h, op, grad_weight, grad_weight_ptr, indices, indices_ptr, grad_out, grad_out_ptr,
                               "grad_out", L.get()));
-  MLU_RETURN_IF_ERROR(check_dtype_in(grad_weight, {DType::kFloat32, DType::kFloat16}, op, "grad_weight"));
+  MLU_RETURN_IF_ERROR(
+      check_dtype_in(grad_weight, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "grad_weight"));
   for (int d = 0; d < 2; ++d)
     MLU_CHECK(grad_weight.dim(d) <= 1 || grad_weight.stride(d) != 0, Status::kBadParam,
               std::string(op) + ": grad_weight " + grad_weight.str() + " has a stride-0 dim");

@@ -338,8 +338,8 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   check_indices(indices, "embedding_backward");
   TORCH_CHECK(num_weights >= 0, name, ": num_weights must be non-negative, got ", num_weights);
   const ScalarType t = grad_output.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf, name, ": dtype ", t, " is not supported on device mlu"
-                              "(embedding backward takes float32, float16)");
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, name, ": dtype ", t,
+                              " is not supported on device mlu (embedding backward takes float32, float16, bfloat16)");
   TORCH_CHECK(grad_output.dim() >= 1, name, ": grad_output must have at least one dim");
   const std::int64_t d = grad_output.size(-1);
   std::vector<std::int64_t> want(indices.sizes().begin(), indices.sizes().end());
