@@ -244,6 +244,21 @@ def test_embedding_backward_adds_rows_in_index_order_like_the_cpu(mlu590):
     torch.testing.assert_close(wd.grad.cpu(), wc.grad, **BF16)
 
 
+def test_sort_topk_and_cumsum_match_the_cpu(mlu590):
+    x = rand(5, 40, seed=57, scale=3.0)
+    x[0, :4] = x[0, 4]  # ties (sorted stably, as the CPU with stable=True)
+    d = x.to(mlu590)
+    v, i = d.sort(dim=1, descending=True, stable=True)
+    rv, ri = x.sort(dim=1, descending=True, stable=True)
+    assert v.dtype == torch.bfloat16 and torch.equal(v.cpu(), rv) and torch.equal(i.cpu(), ri)  # exact: a permutation
+    tv, _ = d.topk(6, dim=1)
+    assert torch.equal(tv.cpu(), x.topk(6, dim=1).values)
+    c = d.cumsum(dim=1)
+    assert c.dtype == torch.bfloat16
+    # fp32 running sums, each output rounded once: within a bf16 rounding of the exact prefix sums.
+    torch.testing.assert_close(c.cpu().float(), x.double().cumsum(dim=1).float(), rtol=2 ** -8, atol=1e-5)
+
+
 class _TinyResBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()

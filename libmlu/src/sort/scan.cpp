@@ -210,7 +210,8 @@ Status scan(Handle* h, ScanOp op, const TensorDesc& x, const void* x_ptr, const 
     MLU_RETURN_IF_ERROR(check_dtype_in(x, {DType::kFloat32, DType::kFloat16}, name, "x"));
   else
     MLU_RETURN_IF_ERROR(check_dtype_in(
-        x, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt64, DType::kInt8, DType::kBool}, name, "x"));
+        x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kInt8, DType::kBool},
+        name, "x"));
   MLU_CHECK(y.dtype() == x.dtype() && y.dims() == x.dims(), Status::kBadParam,
             std::string(name) + ": y " + y.str() + " must have x's dims and dtype (x " + x.str() + ")");
   MLU_CHECK(x.contiguous() && y.contiguous(), Status::kBadParam,

@@ -345,7 +345,8 @@ Status sort(Handle* h, const TensorDesc& x, const void* x_ptr, bool descending, 
   MLU_RETURN_IF_ERROR(check_desc(&values, kOp, "values"));
   MLU_RETURN_IF_ERROR(check_desc(&indices, kOp, "indices"));
   MLU_RETURN_IF_ERROR(check_dtype_in(
-      x, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt64, DType::kInt8, DType::kBool}, kOp, "x"));
+      x, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64, DType::kInt8, DType::kBool},
+      kOp, "x"));
   MLU_CHECK(x.contiguous() && values.contiguous() && indices.contiguous(), Status::kBadParam,
             std::string(kOp) + ": x " + x.str() + ", values " + values.str() + " and indices " + indices.str() +
                 " must be contiguous");

@@ -86,14 +86,17 @@ Tensor& cumsum_out(const Tensor& self, int64_t dim, std::optional<ScalarType> dt
   OpScope op("aten::cumsum.out", self);
   const char* name = op.name();
   const ScalarType in = self.scalar_type(), result = cum_result_dtype(self, dtype);
-  TORCH_CHECK_NOT_IMPLEMENTED(in == at::kFloat || in == at::kHalf || at::isIntegralType(in, true), name, ": dtype ",
-                              in, " is not supported on device mlu (float32, float16, integers, bool)");
+  TORCH_CHECK_NOT_IMPLEMENTED(in == at::kFloat || in == at::kHalf || in == at::kBFloat16 || at::isIntegralType(in, true),
+                              name, ": dtype ", in,
+                              " is not supported on device mlu (float32, float16, bfloat16, integers, bool)");
   const int64_t d = cum_prologue(op, self, dim, result, out);
   if (self.numel() == 0) return out;
   if (self.dim() == 0) return out.copy_(self);  // one element: itself
   Tensor x;
   if (at::isFloatingType(result)) {
-    x = self.to(result == at::kHalf ? at::kHalf : at::kFloat);  // float64 results: computed in fp32
+    // 16-bit results scan in their dtype (fp32 running sums on chip, one rounding per output);
+    // float64 results are computed in fp32.
+    x = self.to(result == at::kHalf || result == at::kBFloat16 ? result : at::kFloat);
   } else {
     x = self.to(at::kLong);
     const int64_t l = self.size(d);

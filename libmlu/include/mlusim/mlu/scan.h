@@ -11,10 +11,11 @@
 //          x[j] >= it, unless the running value is NaN)
 //   kMin   the same with <= (torch's cummin)
 //
-// kSum/kMax/kMin take float32, float16, int32, int64 (narrowed to int32 with the VFU's range check:
-// a value beyond int32 faults the kernel naming the cast), int8 and bool; indices (optional for
-// kMax/kMin, none for kSum/kProd) are int64. y has x's dtype; fp16 results are the fp32 running
-// values rounded once each, as torch's CPU kernel (an fp32 accumulator, each output rounded).
+// kSum/kMax/kMin take float32, float16, bfloat16 (where the config computes it), int32, int64
+// (narrowed to int32 with the VFU's range check: a value beyond int32 faults the kernel naming the
+// cast), int8 and bool; indices (optional for kMax/kMin, none for kSum/kProd) are int64. y has x's
+// dtype; fp16/bf16 results are the fp32 running values rounded once each, as torch's CPU kernel
+// (an fp32 accumulator, each output rounded).
 // NaN and inf propagate forward only (an element never sees a later one).
 //
 // Kernel: one BLOCK launch. A row of n <= C elements (C: the chunk one core's NRAM holds) is
