@@ -259,6 +259,17 @@ def test_sort_topk_and_cumsum_match_the_cpu(mlu590):
     torch.testing.assert_close(c.cpu().float(), x.double().cumsum(dim=1).float(), rtol=2 ** -8, atol=1e-5)
 
 
+def test_scatter_and_index_put_match_the_cpu(mlu590):
+    x, src = rand(4, 6, seed=58), rand(4, 6, seed=59)
+    idx = torch.tensor([[0, 1, 0, 3, 1, 0]] * 4)  # repeated targets: updates in index order, rounded each
+    d, ds, di = x.to(mlu590), src.to(mlu590), idx.to(mlu590)
+    torch.testing.assert_close(d.scatter_add(0, di, ds).cpu(), x.scatter_add(0, idx, src), **BF16)
+    assert torch.equal(d.scatter(0, di, ds).cpu(), x.scatter(0, idx, src))  # assignment: the last update wins
+    assert torch.equal(d.scatter_reduce(0, di, ds, "amax").cpu(), x.scatter_reduce(0, idx, src, "amax"))
+    rows = torch.tensor([2, 0])
+    assert torch.equal(d.index_put((rows.to(mlu590),), ds[:2]).cpu(), x.index_put((rows,), src[:2]))
+
+
 class _TinyResBlock(torch.nn.Module):
     def __init__(self):
         super().__init__()

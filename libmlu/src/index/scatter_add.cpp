@@ -6,7 +6,7 @@
 // assigning), with no two tasks writing the same element. Per line, chunks of indices are loaded
 // and checked and the matching src values loaded into NRAM; an assignment is one single-element
 // DMA out, a reduction a read-modify-write of one out element (DMA in, VFU add/mul/max/min, DMA
-// out), in the tensor's dtype (fp16 rounds per update, as torch; int64 in int32 after the range
+// out), in the tensor's dtype (fp16 and bf16 round per update, as torch; int64 in int32 after the range
 // check; max/min propagate NaN, as torch's scatter_reduce amax/amin).
 #include <algorithm>
 #include <memory>
@@ -117,10 +117,11 @@ Status scatter(Handle* h, const TensorDesc& self, const void* self_ptr, int dim,
   MLU_RETURN_IF_ERROR(check_dtype_in(index, {DType::kInt32, DType::kInt64}, op, "index"));
   if (reduce == ScatterReduce::kNone)
     MLU_RETURN_IF_ERROR(check_dtype_in(
-        self, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64, DType::kBool}, op, "self"));
+        self, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt8, DType::kInt64, DType::kBool},
+        op, "self"));
   else
-    MLU_RETURN_IF_ERROR(
-        check_dtype_in(self, {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kInt8, DType::kInt64}, op, "self"));
+    MLU_RETURN_IF_ERROR(check_dtype_in(
+        self, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt8, DType::kInt64}, op, "self"));
   MLU_CHECK(src.dtype() == self.dtype() && out.dtype() == self.dtype(), Status::kBadParam,
             std::string(op) + ": self, src and out must share one dtype");
   MLU_CHECK(self.ndim() >= 1 && index.ndim() == self.ndim() && src.ndim() == self.ndim(), Status::kBadParam,

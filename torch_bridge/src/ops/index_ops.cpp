@@ -149,9 +149,10 @@ Tensor& gather_out(const Tensor& self, std::int64_t dim, const Tensor& index, bo
 
 void check_scatter_dtype(const Tensor& self, const char* name) {
   const ScalarType t = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kInt || t == at::kChar || t == at::kLong,
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kInt ||
+                                  t == at::kChar || t == at::kLong,
                               name, ": dtype ", t, " is not supported on device mlu (scatter_add "
-                              "takes float32, float16, int32, int8, int64)");
+                              "takes float32, float16, bfloat16, int32, int8, int64)");
 }
 
 // out = self with src added at index along dim; out may be self (in place).
