@@ -43,6 +43,7 @@ struct LaunchState {
   std::uint64_t next_unit = 0;       // next task/group to dispatch
   std::uint32_t running = 0;         // tasks (incl. memory cores) currently on a core
   bool started = false;
+  Picos start_abs = 0;               // absolute SystemC time its first task started (when started)
   bool faulted = false;
   std::vector<std::unique_ptr<UnionGroup>> groups;
 

@@ -107,7 +107,7 @@ void Scheduler::dispatch() {
       if (!placed) break;
       if (!l.started) {
         l.started = true;
-        l.record.start_ps = device_.now();
+        l.start_abs = device_.now_abs();
       }
     }
     if (l.next_unit < l.units_total) break;  // first come, first served
@@ -124,9 +124,14 @@ void Scheduler::task_finished(LaunchState& launch) {
 
 void Scheduler::complete(LaunchState& l) {
   KernelRecord& r = l.record;
-  if (!l.started) r.start_ps = device_.now();
-  r.end_ps = device_.now();
-  r.cycles = ps_to_cycles(r.end_ps - r.start_ps, device_.config.core_clock_mhz);
+  // Record times are relative to the statistics epoch (the last reset_stats()), which may have
+  // begun while this launch ran: its record then belongs to the epoch it completes in, with its
+  // start clamped to the epoch's start, while its cycles count its whole run.
+  const Picos end_abs = device_.now_abs();
+  const Picos start_abs = l.started ? l.start_abs : end_abs;
+  r.start_ps = start_abs > device_.epoch_ps ? start_abs - device_.epoch_ps : 0;
+  r.end_ps = end_abs - device_.epoch_ps;
+  r.cycles = ps_to_cycles(end_abs - start_abs, device_.config.core_clock_mhz);
   if (device_.trace.records(TraceLevel::kOps)) {
     nlohmann::json args = {{"launch", r.id},
                            {"dim", {r.dim.x, r.dim.y, r.dim.z}},

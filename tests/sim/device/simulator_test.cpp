@@ -40,6 +40,40 @@ TEST_F(SimulatorLoop, PauseStopsAtTheAwaitedCompletion) {
   EXPECT_TRUE(device().idle());
 }
 
+// reset_stats() while a kernel runs (the bridge's reset_stats() does not wait for the queues): the
+// kernel's record belongs to the new epoch, its cycles are its whole run (10 + 3200/32 = 110) and
+// its start is the epoch's start. Its cycles used to be end - start across the two epochs' origins
+// (60 here, or an unsigned underflow of ~3e16 when the old origin lay further back).
+TEST_F(SimulatorLoop, AKernelRunningAcrossResetStatsKeepsItsCycles) {
+  Simulator& sim = Simulator::instance();
+  sim.run_until(sim.now() + 1'000'000);  // the old epoch's origin lies 1000 cycles back
+  device().reset_stats();
+  const Picos t0 = sim.now();
+  KernelRecord record;
+  bool done = false;
+  device().submit(KernelLaunch{"fill",
+                               [] {
+                                 auto a = nram_alloc<float>(3200);
+                                 vec_fill(DType::kFloat32, a, 0.0, 3200);
+                               },
+                               {1, 1, 1},
+                               FunctionType::kBlock},
+                  [&](const KernelRecord& r) {
+                    record = r;
+                    done = true;
+                  });
+  sim.run_until(t0 + 50'000);  // 50 of its 110 cycles
+  ASSERT_FALSE(done);
+  device().reset_stats();
+  EXPECT_FALSE(sim.run_until_idle());  // ran to the end (nothing paused it)
+  ASSERT_TRUE(done);
+  EXPECT_EQ(record.cycles, 110u);
+  EXPECT_EQ(record.start_ps, 0u);
+  EXPECT_EQ(record.end_ps, 60'000u);
+  ASSERT_EQ(device().stats().kernels.size(), 1u);
+  EXPECT_EQ(device().stats().kernels[0].cycles, 110u);
+}
+
 TEST_F(SimulatorLoop, RunUntilAdvancesTimeWithoutWork) {
   Simulator& sim = Simulator::instance();
   const Picos t0 = sim.now();

@@ -52,9 +52,9 @@ struct KernelRecord {
   Dim3 dim;
   FunctionType type = FunctionType::kBlock;
   Picos submit_ps = 0;        // handed to the device
-  Picos start_ps = 0;         // first task started
+  Picos start_ps = 0;         // first task started (the epoch's start if that was earlier)
   Picos end_ps = 0;           // last task (and its outstanding copies) finished
-  std::uint64_t cycles = 0;   // (end - start) in core clock cycles
+  std::uint64_t cycles = 0;   // first task start to end in core clock cycles (also across a reset)
   bool faulted = false;
   std::string fault;          // the fault message, empty when it ran clean
   EngineSet engines{};        // summed over all cores that ran its tasks
