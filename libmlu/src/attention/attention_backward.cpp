@@ -49,8 +49,6 @@ struct Step {
   bool first, last;
 };
 
-Addr nram(std::size_t bytes) { return dev::alloc(Space::kNram, align128(bytes)); }
-
 // Stores acc x factor (fp32) through `stage` (cast in place to the output dtype).
 void store_scaled(const Problem& pr, Addr acc, Addr stage, double factor, std::size_t n, const View4& dst,
                   std::int64_t b, std::int64_t h, std::int64_t r0, std::int64_t rows, std::int64_t cols) {
@@ -86,14 +84,10 @@ void dq_kernel(const BackwardArgs& a) {
   const std::size_t br = static_cast<std::size_t>(plan.br), bc = static_cast<std::size_t>(plan.bc);
   const std::size_t D = static_cast<std::size_t>(pr.D), Dv = static_cast<std::size_t>(pr.Dv);
   const Space kv_space = plan.on_tfu ? Space::kWram : Space::kNram;
-  const std::size_t wide = std::max({br, bc, D, Dv});
-  const Addr ones = nram(wide * 4);
-  dev::vec_fill(kF32, ones, 1.0, wide);
-  const std::size_t half = causal_half(plan);
-  Addr causal_src{};
-  if (pr.causal) causal_src = nram(2 * half * 4), fill_causal_source(causal_src, half, true);
-  Addr rows[2]{};
-  if (pr.mask_kind == MaskKind::kRowBroadcast) rows[0] = nram(bc * 4), rows[1] = nram(bc * 4);
+  const KernelBuffers shared = kernel_buffers(pr, plan, true);
+  const Addr ones = shared.ones, causal_src = shared.causal_src;
+  const Addr* rows = shared.rows;
+  const std::size_t half = shared.half;
   const Addr q[2] = {nram(br * D * es), nram(br * D * es)};
   const Addr dO[2] = {nram(br * Dv * es), nram(br * Dv * es)};
   const Addr o32[2] = {nram(br * Dv * 4), nram(br * Dv * 4)}, scratch = nram(br * Dv * 4);
@@ -104,8 +98,8 @@ void dq_kernel(const BackwardArgs& a) {
   const Addr negl[2] = {nram(br * 4), nram(br * 4)};
   const Addr negd = nram(br * 4);
   const Addr dstage[2] = {nram(br * 4), nram(br * 4)};
-  const Addr kb[2] = {dev::alloc(kv_space, align128(bc * D * es)), dev::alloc(kv_space, align128(bc * D * es))};
-  const Addr vb[2] = {dev::alloc(kv_space, align128(bc * Dv * es)), dev::alloc(kv_space, align128(bc * Dv * es))};
+  const Addr kb[2] = {alloc(kv_space, bc * D * es), alloc(kv_space, bc * D * es)};
+  const Addr vb[2] = {alloc(kv_space, bc * Dv * es), alloc(kv_space, bc * Dv * es)};
   const View4 terms = row_terms_view(pr);
 
   const auto key_block = [&](std::int64_t j) {
@@ -202,14 +196,10 @@ void dkdv_kernel(const BackwardArgs& a) {
   const std::size_t br = static_cast<std::size_t>(plan.br), bc = static_cast<std::size_t>(plan.bc);
   const std::size_t D = static_cast<std::size_t>(pr.D), Dv = static_cast<std::size_t>(pr.Dv);
   const Space qd_space = plan.on_tfu ? Space::kWram : Space::kNram;
-  const std::size_t wide = std::max({br, bc, D, Dv});
-  const Addr ones = nram(wide * 4);
-  dev::vec_fill(kF32, ones, 1.0, wide);
-  const std::size_t half = causal_half(plan);
-  Addr causal_src{};
-  if (pr.causal) causal_src = nram(2 * half * 4), fill_causal_source(causal_src, half, false);
-  Addr rows[2]{};
-  if (pr.mask_kind == MaskKind::kRowBroadcast) rows[0] = nram(bc * 4), rows[1] = nram(bc * 4);
+  const KernelBuffers shared = kernel_buffers(pr, plan, false);
+  const Addr ones = shared.ones, causal_src = shared.causal_src;
+  const Addr* rows = shared.rows;
+  const std::size_t half = shared.half;
   const Addr kr[2] = {nram(bc * D * es), nram(bc * D * es)};
   const Addr vr[2] = {nram(bc * Dv * es), nram(bc * Dv * es)};
   const Addr dkacc = nram(bc * D * 4), dvacc = nram(bc * Dv * 4);
@@ -220,8 +210,8 @@ void dkdv_kernel(const BackwardArgs& a) {
   const Addr p16 = es != 4 ? nram(br * bc * es) : Addr{};
   const Addr negl[2] = {nram(br * 4), nram(br * 4)};
   const Addr negd[2] = {nram(br * 4), nram(br * 4)};
-  const Addr qw[2] = {dev::alloc(qd_space, align128(br * D * es)), dev::alloc(qd_space, align128(br * D * es))};
-  const Addr dow[2] = {dev::alloc(qd_space, align128(br * Dv * es)), dev::alloc(qd_space, align128(br * Dv * es))};
+  const Addr qw[2] = {alloc(qd_space, br * D * es), alloc(qd_space, br * D * es)};
+  const Addr dow[2] = {alloc(qd_space, br * Dv * es), alloc(qd_space, br * Dv * es)};
   const View4 terms = row_terms_view(pr);
 
   const auto query_block = [&](std::int64_t i) {

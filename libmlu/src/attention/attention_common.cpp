@@ -149,7 +149,7 @@ namespace mlusim::mlu::attn {
 std::pair<std::size_t, std::size_t> footprint(const Problem& pr, KernelKind kind, std::int64_t br, std::int64_t bc,
                                               bool on_tfu) {
   const auto es = sim::dtype_size(pr.in);
-  const auto B = [](std::int64_t n, std::size_t bytes) { return align128(static_cast<std::size_t>(n) * bytes); };
+  const auto B = [](std::int64_t n, std::size_t bytes) { return up128(static_cast<std::size_t>(n) * bytes); };
   const std::int64_t D = pr.D, Dv = pr.Dv;
   std::size_t nram = 0, streamed = 0;
   const bool row_mask = pr.mask_kind == MaskKind::kRowBroadcast;
@@ -316,6 +316,22 @@ void fill_causal_source(Addr src, std::size_t half, bool zero_first) {
   const double inf = std::numeric_limits<double>::infinity();
   dev::vec_fill(DType::kFloat32, src, zero_first ? 0.0 : -inf, half);
   dev::vec_fill(DType::kFloat32, at(src, half * 4), zero_first ? -inf : 0.0, half);
+}
+
+KernelBuffers kernel_buffers(const Problem& pr, const Plan& plan, bool zero_first) {
+  KernelBuffers k;
+  const std::size_t bc = static_cast<std::size_t>(plan.bc);
+  const std::size_t wide = std::max({static_cast<std::size_t>(plan.br), bc, static_cast<std::size_t>(pr.D),
+                                     static_cast<std::size_t>(pr.Dv)});
+  k.ones = nram(wide * 4);
+  dev::vec_fill(DType::kFloat32, k.ones, 1.0, wide);
+  k.half = causal_half(plan);
+  if (pr.causal) {
+    k.causal_src = nram(2 * k.half * 4);
+    fill_causal_source(k.causal_src, k.half, zero_first);
+  }
+  if (pr.mask_kind == MaskKind::kRowBroadcast) k.rows[0] = nram(bc * 4), k.rows[1] = nram(bc * 4);
+  return k;
 }
 
 void causal_tile_async(Addr dst, Addr src, std::int64_t base, std::size_t rows, std::size_t cols) {

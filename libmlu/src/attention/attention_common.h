@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "common/int_math.h"
 #include "mlusim/mlu/attention.h"
 #include "mlusim/sim/kernel_api.h"
 
@@ -81,7 +82,9 @@ std::pair<std::size_t, std::size_t> footprint(const Problem& pr, KernelKind kind
 
 // ---- kernel side ----
 
-inline std::size_t align128(std::size_t bytes) { return (bytes + 127) / 128 * 128; }
+// An on-chip buffer in `space`, 128-byte aligned.
+inline Addr alloc(sim::Space space, std::size_t bytes) { return dev::alloc(space, up128(bytes)); }
+inline Addr nram(std::size_t bytes) { return alloc(sim::Space::kNram, bytes); }
 inline Addr at(Addr base, std::size_t bytes) { return base.offset(static_cast<std::int64_t>(bytes)); }
 
 // Async copy of tile [r0, r0 + rows) x [c0, c0 + cols) of (b, h) of `v` to or from a dense
@@ -100,6 +103,17 @@ void product(const Plan& plan, DType in, Addr c, Addr a, Addr b, std::size_t m, 
 // [T, 2T) the other, T = causal_half(plan).
 std::size_t causal_half(const Plan& plan);
 void fill_causal_source(Addr src, std::size_t half, bool zero_first);
+
+// What every attention kernel allocates first in NRAM: `ones` (fp32 1.0 over the widest tile
+// dimension, for row broadcasts), the causal tiles' sliding source when pr.causal (filled as
+// fill_causal_source(..., zero_first)) and, for a row-broadcast mask, two row buffers of bc fp32
+// (double-buffered like the streamed blocks).
+struct KernelBuffers {
+  Addr ones{}, causal_src{};
+  Addr rows[2]{};
+  std::size_t half = 0;  // causal_half(plan)
+};
+KernelBuffers kernel_buffers(const Problem& pr, const Plan& plan, bool zero_first);
 // Issues the Move-DMA that writes a [rows, cols] tile whose row r is src[base - r, base - r + cols).
 void causal_tile_async(Addr dst, Addr src, std::int64_t base, std::size_t rows, std::size_t cols);
 

@@ -62,19 +62,11 @@ void forward_kernel(const ForwardArgs& a) {
   const auto es = sim::dtype_size(pr.in);
   const std::size_t br = static_cast<std::size_t>(plan.br), bc = static_cast<std::size_t>(plan.bc);
   const std::size_t D = static_cast<std::size_t>(pr.D), Dv = static_cast<std::size_t>(pr.Dv);
-  const auto nram = [](std::size_t bytes) { return dev::alloc(Space::kNram, align128(bytes)); };
   const Space kv_space = plan.on_tfu ? Space::kWram : Space::kNram;
-  const std::size_t wide = std::max({br, bc, D, Dv});
-  const Addr ones = nram(wide * 4);
-  dev::vec_fill(kF32, ones, 1.0, wide);
-  Addr causal_src{};
-  const std::size_t half = causal_half(plan);
-  if (pr.causal) {
-    causal_src = nram(2 * half * 4);
-    fill_causal_source(causal_src, half, true);
-  }
-  Addr rows[2]{};
-  if (pr.mask_kind == MaskKind::kRowBroadcast) rows[0] = nram(bc * 4), rows[1] = nram(bc * 4);
+  const KernelBuffers shared = kernel_buffers(pr, plan, true);
+  const Addr ones = shared.ones, causal_src = shared.causal_src;
+  const Addr* rows = shared.rows;
+  const std::size_t half = shared.half;
   const Addr q[2] = {nram(br * D * es), nram(br * D * es)};
   const Addr oacc = nram(br * Dv * 4), scratch = nram(br * Dv * 4);
   const Addr ostage[2] = {nram(br * Dv * 4), nram(br * Dv * 4)};
@@ -82,8 +74,8 @@ void forward_kernel(const ForwardArgs& a) {
   Addr m = nram(br * 4), mx = nram(br * 4);
   const Addr l = nram(br * 4), alpha = nram(br * 4), negm = nram(br * 4);
   const Addr lse[2] = {nram(br * 4), nram(br * 4)};
-  const Addr kb[2] = {dev::alloc(kv_space, align128(bc * D * es)), dev::alloc(kv_space, align128(bc * D * es))};
-  const Addr vb[2] = {dev::alloc(kv_space, align128(bc * Dv * es)), dev::alloc(kv_space, align128(bc * Dv * es))};
+  const Addr kb[2] = {alloc(kv_space, bc * D * es), alloc(kv_space, bc * D * es)};
+  const Addr vb[2] = {alloc(kv_space, bc * Dv * es), alloc(kv_space, bc * Dv * es)};
 
   const auto straddles = [&](const Item& it, std::int64_t c0, std::int64_t nc) {
     return pr.causal && c0 + nc - 1 > it.r0;  // some key of the block lies past some row
