@@ -318,13 +318,21 @@ void float_unary(VecUnaryOp op, DType t, void* dst, const void* src, std::size_t
     //   exp(x) = exp(x + 64 ln 2) * 2^-64   for x < -87 (underflows to 0 below -103.97; -inf -> 0)
     //   log(x) = log(x * 2^64) - 64 ln 2    for 0 < x < 2^-126 (log(0) = -inf, log(x < 0) = NaN)
     // exp(+inf) = +inf, log(+inf) = +inf and NaN -> NaN come from Eigen itself.
+    // One exp / log per element: the scaling is selected per element (a select between two
+    // whole exp() evaluations computed both for every element: twice the host time).
     case VecUnaryOp::kExp:
       return run([](const auto& x) {
-        return (x < kExpScaledBelow).select((x + kLn2Times64).exp() * kTwoPowMinus64, x.exp());
+        const Index n = x.size();
+        return (x + (x < kExpScaledBelow).select(ArrF::Constant(n, kLn2Times64), ArrF::Constant(n, 0.0f))).exp() *
+               (x < kExpScaledBelow).select(ArrF::Constant(n, kTwoPowMinus64), ArrF::Constant(n, 1.0f));
       });
     case VecUnaryOp::kLog:
       return run([](const auto& x) {
-        return (x < kSmallestNormal && x > 0.0f).select((x * kTwoPow64).log() - kLn2Times64, x.log());
+        const Index n = x.size();
+        const auto sub = [&](float then, float otherwise) {
+          return (x < kSmallestNormal && x > 0.0f).select(ArrF::Constant(n, then), ArrF::Constant(n, otherwise));
+        };
+        return (x * sub(kTwoPow64, 1.0f)).log() - sub(kLn2Times64, 0.0f);
       });
     // Square roots element by element with the host's IEEE sqrt (correctly rounded), not Eigen's
     // vectorised sqrt()/rsqrt(): with EIGEN_FAST_MATH (Eigen's default) both start from the x86
