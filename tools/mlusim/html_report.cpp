@@ -1375,7 +1375,9 @@ std::string rewrite_totals_table(const json& totals, const char* before_key, con
                                                             {"kernel_launches", "kernel launches"}};
   std::vector<std::vector<Cell>> rows;
   if (totals.is_object())
-    for (const auto& [metric, v] : totals.items()) {
+    for (const auto& item : totals.items()) {
+      const std::string metric = item.key();  // (a lambda may not capture a structured binding in C++17)
+      const json& v = item.value();
       const double before = num(v, before_key), after = num(v, after_key);
       const auto cell = [&](double x) {
         if (metric.find("bytes") != std::string::npos) return bytes_cell(x);
