@@ -159,14 +159,6 @@ def _measure(step, args, device, trace_path=None, profile_path=None):
     return torch_mlu.cycle_report(device, format="json"), torch_mlu.cycle_report(device), host_seconds
 
 
-def _totals(report):
-    gdram = report["memory_traffic"].get("GDRAM", {"read_bytes": 0, "write_bytes": 0})
-    return {"cycles": int(sum(k["cycles"] for k in report["kernels"])),
-            "simulated_ns": float(report["elapsed_ns"]),
-            "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"]),
-            "kernel_launches": int(report["kernel_launches"])}
-
-
 _METRIC_LABELS = {"cycles": "kernel cycles", "simulated_ns": "simulated us", "dram_bytes": "GDRAM bytes",
                   "kernel_launches": "kernel launches"}
 
@@ -200,6 +192,7 @@ def run(args):
     import torch_mlu
 
     from .compile import compile_for_report
+    from .fusion import report_totals
 
     if args.config or args.set:
         torch_mlu.load_config(args.config or torch_mlu.config_name(), args.set)
@@ -231,7 +224,7 @@ def run(args):
     report, text, host_seconds = _measure(compiled_step, args, device, args.trace, args.profile)
     graphs, patterns = collect()
 
-    eager, comp = _totals(eager_report), _totals(report)
+    eager, comp = report_totals(eager_report), report_totals(report)
     diff = float((compiled_step.first.float().cpu() - eager_step.first.float().cpu()).abs().max())
     props = torch_mlu.get_device_properties(device)
     cycles = int(comp["simulated_ns"] * props.clock_rate_mhz / 1000.0)

@@ -731,6 +731,16 @@ def _first_tensor(value):
     return None
 
 
+def report_totals(rep):
+    """A cycle report's (torch_mlu.cycle_report(format="json")) totals: kernel cycles summed,
+    simulated_ns (the epoch's elapsed time), dram_bytes (GDRAM read + written) and kernel_launches."""
+    gdram = rep["memory_traffic"].get("GDRAM", {"read_bytes": 0, "write_bytes": 0})
+    return {"cycles": int(sum(k["cycles"] for k in rep["kernels"])),
+            "simulated_ns": float(rep["elapsed_ns"]),
+            "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"]),
+            "kernel_launches": int(rep["kernel_launches"])}
+
+
 def _measure(module, inputs, device):
     from . import sim, synchronize
 
@@ -740,13 +750,13 @@ def _measure(module, inputs, device):
         out = module(*inputs)
         synchronize(device)
         rep = sim.cycle_report(device, format="json")
-    gdram = rep["memory_traffic"]["GDRAM"]
+    totals = report_totals(rep)
     metrics = {
-        "cycles": int(sum(k["cycles"] for k in rep["kernels"])),
-        "time_ns": float(rep["elapsed_ns"]),
-        "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"]),
+        "cycles": totals["cycles"],
+        "time_ns": totals["simulated_ns"],
+        "dram_bytes": totals["dram_bytes"],
         "op_dram_bytes": int(sum(o["min_dram_bytes"] for o in rep["ops"])),
-        "kernel_launches": int(rep["kernel_launches"]),
+        "kernel_launches": totals["kernel_launches"],
         "ops": {o["name"]: {"calls": o["calls"], "kernels": o["kernels"], "cycles": o["cycles"],
                             "dram_bytes": o["dram_bytes"], "min_dram_bytes": o["min_dram_bytes"]}
                 for o in rep["ops"]},
