@@ -10,6 +10,7 @@
 #include "mlusim/mlu/gemm.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/index.h"
+#include "mlusim/mlu/linalg.h"
 #include "mlusim/mlu/loss.h"
 #include "mlusim/mlu/norm.h"
 #include "mlusim/mlu/pool.h"
