@@ -189,7 +189,8 @@ Status layer_norm_forward(Handle* h, int normalized_ndim, double eps, const Tens
   MLU_RETURN_IF_ERROR(check_dtype_in(y, {DType::kFloat32, DType::kFloat16, DType::kBFloat16}, op, "y"));
   MLU_RETURN_IF_ERROR(check_same_shape(x, y, op, "x", "y"));
   MLU_CHECK(writable(y), Status::kBadParam, std::string(op) + ": y " + y.str() + " has a broadcast (stride 0) dim");
-  MLU_CHECK(std::isfinite(eps) && eps >= 0, Status::kBadParam, std::string(op) + ": eps must be finite and >= 0");
+  // Any finite eps, as torch's layer_norm: a negative one makes rstd NaN where var + eps < 0.
+  MLU_CHECK(std::isfinite(eps), Status::kBadParam, std::string(op) + ": eps must be finite");
   LayerNormShape s;
   MLU_RETURN_IF_ERROR(check_layer_norm_shape(op, normalized_ndim, x, &s));
   MLU_RETURN_IF_ERROR(check_affine(op, "weight", weight, weight_ptr, x, s));

@@ -79,3 +79,41 @@ def test_reflection_and_replication_pad_forward_and_backward(dev, mode, shape, p
     ref.backward(up)
     out.backward(up.to(DEV))
     torch.testing.assert_close(dx.grad.cpu(), cx.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(dev, reduce, include_self):
+    g = torch.Generator().manual_seed(5)
+    x, src = torch.randn(5, 3, generator=g), torch.randn(4, 3, generator=g)
+    idx = torch.tensor([0, 4, 0, 2])  # a repeated target and untouched rows
+    ref = x.index_reduce(0, idx, src, reduce, include_self=include_self)
+    same(x.to(DEV).index_reduce(0, idx.to(DEV), src.to(DEV), reduce, include_self=include_self), ref)
+    same(x.t().to(DEV).index_reduce(1, idx.to(DEV), src.t().to(DEV), reduce, include_self=include_self),
+         x.t().index_reduce(1, idx, src.t(), reduce, include_self=include_self))
+
+
+def test_repeat_interleave_renorm_rrelu(dev):
+    r = torch.tensor([2, 0, 3, 1])
+    same(torch.repeat_interleave(r.to(DEV)), torch.repeat_interleave(r))
+    same(torch.repeat_interleave(r.int().to(DEV)), torch.repeat_interleave(r.int()))
+    x = torch.arange(8.0).view(4, 2)
+    same(torch.repeat_interleave(x.to(DEV), r.to(DEV), dim=0), torch.repeat_interleave(x, r, dim=0))
+    same(torch.repeat_interleave(r.to(DEV), output_size=6), torch.repeat_interleave(r, output_size=6))
+    same(torch.repeat_interleave(torch.zeros(0, dtype=torch.long).to(DEV)), torch.zeros(0, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="negative"):
+        torch.repeat_interleave(torch.tensor([1, -1]).to(DEV))
+    y = torch.randn(3, 4, 2, generator=torch.Generator().manual_seed(6)) * 3
+    for p, dim, maxnorm in ((2, 0, 2.0), (1, 1, 5.0), (3.5, -1, 0.5)):
+        torch.testing.assert_close(torch.renorm(y.to(DEV), p, dim, maxnorm).cpu(), torch.renorm(y, p, dim, maxnorm))
+    # rrelu: eval is leaky_relu with the mean slope; training draws a slope in [lower, upper] for x <= 0
+    z = torch.randn(200, generator=torch.Generator().manual_seed(7))
+    same(torch.nn.functional.rrelu(z.to(DEV), 0.1, 0.3, training=False), torch.nn.functional.rrelu(z, 0.1, 0.3, training=False))
+    zd = z.to(DEV).requires_grad_()
+    out = torch.nn.functional.rrelu(zd, 0.1, 0.3, training=True)
+    slope = (out / zd).detach().cpu()
+    neg = z <= 0
+    assert torch.equal(slope[~neg], torch.ones(int((~neg).sum())))
+    assert slope[neg].min() >= 0.1 and slope[neg].max() <= 0.3 and slope[neg].std() > 0.02
+    out.sum().backward()
+    torch.testing.assert_close(zd.grad.cpu(), slope)

@@ -16,6 +16,13 @@
 //   take = index_select of the flattened tensor       [TensorAdvancedIndexing]
 //   channel_shuffle = view, transpose, contiguous     [ChanelShuffle.cpp]
 //   index_add = scatter_add along dim with the index expanded to source's shape  [ScatterGather]
+//   index_reduce (prod / mean / amax / amin) = scatter_reduce with the index expanded the same way
+//   repeat_interleave(repeats) = searchsorted(cumsum(repeats), arange(total), right) (total read
+//     back unless output_size is given, as CUDA's one sync)             [Repeat.cu]
+//   renorm = self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1) per slice along dim, the norm
+//     by linalg_vector_norm                                             [Normalization / Renorm.cu]
+//   rrelu_with_noise: training: noise = uniform(lower, upper) where x <= 0 (1 elsewhere), x noise;
+//     eval: leaky_relu with slope (lower + upper) / 2                   [RreluWithNoise.cu]
 //   linalg_cross (cross) = a1 b2 - a2 b1, ... one program per component, cat  [CrossKernel.cu]
 //   _embedding_bag (sum / mean / max, per_sample_weights, padding_idx): each index's bag by
 //     searchsorted over the offsets, index_select of the rows, scatter_add / scatter_reduce amax per
@@ -62,6 +69,11 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/scatter_reduce.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/min.h>
+#include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
 #include "ops/op_support.h"
@@ -291,6 +303,114 @@ Tensor& mlu_index_add_out(const Tensor& self, int64_t dim, const Tensor& index, 
 }
 Tensor& mlu_index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const c10::Scalar& alpha) {
   return write_out(mlu_index_add(self, dim, index, source, alpha), self, "aten::index_add_");
+}
+
+// index_reduce: scatter_reduce along dim with the index expanded as for index_add (torch's
+// index_reduce and scatter_reduce share the reductions and the include_self rule).
+Tensor mlu_index_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  const char* name = "aten::index_reduce";
+  OpScope op(name, self);
+  TORCH_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin", name,
+              ": reduce argument must be either prod, mean, amax or amin, got ", reduce);
+  TORCH_CHECK(index.dim() <= 1, name, ": Index should have dimension 1 or 0 (got ", index.dim(), ")");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, name,
+              ": Expected dtype int32/int64 for index but got: ", index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), name, ": self (", self.scalar_type(), ") and source (",
+              source.scalar_type(), ") must have the same scalar type");
+  if (self.dim() == 0)
+    return mlu_index_reduce(self.view({1}), 0, index.reshape({-1}), source.reshape({-1}), reduce, include_self).squeeze(0);
+  const int64_t d = wrap_dim(dim, self.dim(), name);
+  TORCH_CHECK(source.dim() == self.dim() || (source.dim() == 0 && self.dim() == 1), name,
+              ": source and self must have the same number of dimensions");
+  TORCH_CHECK(index.numel() == (source.dim() == 0 ? 1 : source.size(d)), name,
+              ": Number of indices (", index.numel(), ") should be equal to source.size(dim) (",
+              source.dim() == 0 ? 1 : source.size(d), ")");
+  const Tensor src = source.dim() == 0 ? source.view({1}) : source;
+  std::vector<int64_t> shape(static_cast<std::size_t>(src.dim()), 1);
+  shape[static_cast<std::size_t>(d)] = index.numel();
+  return at::scatter_reduce(self, d, index.reshape(shape).expand(src.sizes()), src, reduce, include_self);
+}
+Tensor& mlu_index_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                             c10::string_view reduce, bool include_self, Tensor& out) {
+  return write_out(mlu_index_reduce(self, dim, index, source, reduce, include_self), out, "aten::index_reduce");
+}
+Tensor& mlu_index_reduce_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, c10::string_view reduce,
+                         bool include_self) {
+  return write_out(mlu_index_reduce(self, dim, index, source, reduce, include_self), self, "aten::index_reduce_");
+}
+
+// ---- repeat_interleave, renorm, rrelu ------------------------------------------------------------------
+
+Tensor mlu_repeat_interleave(const Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  const char* name = "aten::repeat_interleave";
+  OpScope op(name, repeats);
+  TORCH_CHECK(repeats.dim() == 1, name, ": repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt, name,
+              ": repeats has to be Long or Int tensor");
+  if (repeats.numel() == 0) return empty_on(op.device(), {0}, repeats.scalar_type());
+  const Tensor cum = at::cumsum(repeats, 0);
+  int64_t total;
+  if (output_size) {
+    total = output_size->guard_int(__FILE__, __LINE__);
+  } else {
+    // One read of the device: the output's size (and the sign check CUDA's kernel makes).
+    TORCH_CHECK(at::min(repeats).item<int64_t>() >= 0, name, ": repeats can not be negative");
+    total = cum[-1].item<int64_t>();
+  }
+  if (total == 0) return empty_on(op.device(), {0}, repeats.scalar_type());
+  const Tensor pos = at::arange(total, repeats.options());
+  return at::searchsorted(cum, pos, repeats.scalar_type() == at::kInt, /*right=*/true);
+}
+
+Tensor mlu_renorm(const Tensor& self, const c10::Scalar& p, int64_t dim, const c10::Scalar& maxnorm) {
+  const char* name = "aten::renorm";
+  OpScope op(name, self);
+  TORCH_CHECK(!p.isComplex() && !maxnorm.isComplex(), name, ": p and maxnorm must be real");
+  TORCH_CHECK(p.toDouble() > 0, name, ": non-positive-norm not supported");
+  TORCH_CHECK(maxnorm.toDouble() >= 0, name, ": expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  TORCH_CHECK(self.dim() > 1, name, ": input needs at least 2 dimensions, got ", self.dim(), " dimensions");
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf, name, ": dtype ",
+                              self.scalar_type(), " is not supported on device mlu (float32, float16)");
+  const int64_t d = wrap_dim(dim, self.dim(), name);
+  std::vector<int64_t> reduce;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != d) reduce.push_back(i);
+  // The norm in fp32 (torch's accumulate type), the factor applied in fp32 and rounded once.
+  const Tensor norm = at::linalg_vector_norm(self, p, reduce, /*keepdim=*/true, at::kFloat);
+  const std::string m = c10::str(std::setprecision(17), maxnorm.toDouble());
+  return run_elementwise_program({self, norm}, "cast_like(mul(cast($0, f32), where(gt($1, " + m + "), div(" + m +
+                                                   ", add($1, 1e-07)), 1.0)), $0)");
+}
+Tensor& mlu_renorm_out(const Tensor& self, const c10::Scalar& p, int64_t dim, const c10::Scalar& maxnorm, Tensor& out) {
+  return write_out(mlu_renorm(self, p, dim, maxnorm), out, "aten::renorm");
+}
+Tensor& mlu_renorm_(Tensor& self, const c10::Scalar& p, int64_t dim, const c10::Scalar& maxnorm) {
+  return write_out(mlu_renorm(self, p, dim, maxnorm), self, "aten::renorm_");
+}
+
+Tensor mlu_rrelu_with_noise(const Tensor& self, Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                            bool training, std::optional<at::Generator> generator) {
+  const char* name = "aten::rrelu_with_noise";
+  OpScope op(name, self);
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat || self.scalar_type() == at::kHalf, name, ": dtype ",
+                              self.scalar_type(), " is not supported on device mlu (float32, float16)");
+  if (!training) return at::leaky_relu(self, (lower.toDouble() + upper.toDouble()) / 2);
+  TORCH_CHECK(noise.sizes() == self.sizes(), name, ": noise ", noise.sizes(), " must have self's sizes ", self.sizes());
+  check_on_device(noise, op.device(), name, "noise");
+  Tensor r = at::empty_like(self, at::MemoryFormat::Contiguous);
+  r.uniform_(lower.toDouble(), upper.toDouble(), generator);
+  write_out(run_elementwise_program({self, r}, "where(le($0, 0.0), $1, 1.0)"), noise, name);
+  return run_elementwise_program({self, noise}, "mul($0, $1)");
+}
+Tensor& mlu_rrelu_with_noise_out(const Tensor& self, Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                                 bool training, std::optional<at::Generator> generator, Tensor& out) {
+  return write_out(mlu_rrelu_with_noise(self, noise, lower, upper, training, generator), out, "aten::rrelu_with_noise");
+}
+Tensor& mlu_rrelu_with_noise_(Tensor& self, Tensor& noise, const c10::Scalar& lower, const c10::Scalar& upper,
+                              bool training, std::optional<at::Generator> generator) {
+  return write_out(mlu_rrelu_with_noise(self, noise, lower, upper, training, generator), self,
+                   "aten::rrelu_with_noise_");
 }
 
 // ---- linalg_cross ------------------------------------------------------------------------------------
@@ -652,6 +772,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_add", TORCH_FN(mlu_index_add));
   m.impl("index_add.out", TORCH_FN(mlu_index_add_out));
   m.impl("index_add_", TORCH_FN(mlu_index_add_));
+  m.impl("index_reduce", TORCH_FN(mlu_index_reduce));
+  m.impl("index_reduce.out", TORCH_FN(mlu_index_reduce_out));
+  m.impl("index_reduce_", TORCH_FN(mlu_index_reduce_));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(mlu_repeat_interleave));
+  m.impl("renorm", TORCH_FN(mlu_renorm));
+  m.impl("renorm.out", TORCH_FN(mlu_renorm_out));
+  m.impl("renorm_", TORCH_FN(mlu_renorm_));
+  m.impl("rrelu_with_noise", TORCH_FN(mlu_rrelu_with_noise));
+  m.impl("rrelu_with_noise.out", TORCH_FN(mlu_rrelu_with_noise_out));
+  m.impl("rrelu_with_noise_", TORCH_FN(mlu_rrelu_with_noise_));
 #define MLUSIM_REGISTER_PAD(fn)                                              \
   m.impl(#fn, TORCH_FN(mlu_##fn));                                           \
   m.impl(#fn ".out", TORCH_FN(mlu_##fn##_out));                              \

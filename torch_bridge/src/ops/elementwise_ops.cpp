@@ -217,6 +217,7 @@ mlu::TensorDesc copy_desc(const Tensor& t, ScalarType other, const char* name) {
 
 void copy_in(OpScope& op, const Tensor& src, const Tensor& dst) {
   if (dst.numel() == 0) return;
+  if (copy_needs_composition(src, dst)) return copy_composed(src, dst, op.name());
   const ScalarType s = src.scalar_type(), d = dst.scalar_type();
   const mlu::TensorDesc sd = copy_desc(src, d, op.name());
   const mlu::TensorDesc dd = copy_desc(dst, s, op.name());

@@ -413,6 +413,7 @@ Tensor& nonzero_out(const Tensor& self, Tensor& out) {
     total += host_counts.data_ptr<std::int64_t>()[p];
   }
   prepare_out(out, op.device(), {total, ndim}, name);
+  if (total == 0 || ndim == 0) return out;  // nothing to write: no hits, or a 0-d input's [count, 0]
   Tensor y = out.is_contiguous() ? out : empty_on(op.device(), {total, ndim}, at::kLong);
   op.check(mlu::nonzero_fill(op.handle(), xd, x.data_ptr(), offsets, desc(y, name), y.data_ptr()), "nonzero_fill");
   if (!y.is_same(out)) device_copy(op, y, out);

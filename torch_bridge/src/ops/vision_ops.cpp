@@ -7,9 +7,19 @@
 //                                      over [N, 1] x [1, N] (fp32), then the greedy pass over that
 //                                      mask on the host, as torchvision's CUDA nms does with its
 //                                      bit mask (one device-to-host copy of N x N flags)
+//   roi_align(input, rois, ...)         torchvision's roi_align_kernel.cu semantics: per roi its
+//                                      start, bin size and sampling grid (sampling_ratio, or
+//                                      ceil(roi size / pooled size) per roi: the grid is padded to
+//                                      the largest, read back once, and the extra samples masked),
+//                                      each sample's bilinear taps (a sample beyond [-1, size] reads
+//                                      0; clamped at 0 and size - 1) as programs, one gather of the
+//                                      taps from the [C, N H W] input, the weighted sum per bin
+//                                      divided by the grid count; _roi_align_backward index_adds the
+//                                      gradient to the same taps
 //
 // The schema comes from torchvision's library (loaded by `import torchvision`); registering the
 // implementation first is allowed by the dispatcher.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -17,7 +27,14 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/gather.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/max.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/sort.h>
 #include <torch/library.h>
@@ -84,8 +101,156 @@ Tensor mlu_nms(const Tensor& dets, const Tensor& scores, double iou_threshold) {
   return at::index_select(order, 0, kept);
 }
 
+// ---- roi_align ----------------------------------------------------------------------------------------
+
+// The sampling of every roi: per axis the taps [K, P, G, 2] (coordinate, weight, usable) of the
+// G (padded) samples of each of the P bins, the roi's batch index and sample count.
+struct RoiSampling {
+  int64_t k, ph, pw, gh, gw;
+  Tensor batch;                 // f32 [K]
+  Tensor ytap, yw, yok;         // [K, ph, gh, 2]
+  Tensor xtap, xw, xok;         // [K, pw, gw, 2]
+  Tensor count;                 // f32 [K]: max(grid_h grid_w, 1)
+};
+
+// Program statements: `out` = floor(x) for the fp32 name x (the truncating int32 cast, exact below 2^23).
+std::string floor_of(const std::string& out, const std::string& x) {
+  return out + "_t = where(lt(abs(" + x + "), 8388608.0), cast_like(cast(" + x + ", i32), " + x + "), " + x + "); " +
+         out + " = sub(" + out + "_t, cast_like(gt(" + out + "_t, " + x + "), " + x + ")); ";
+}
+
+RoiSampling roi_sampling(OpScope& op, const Tensor& rois, double scale, int64_t ph, int64_t pw, int64_t ratio,
+                         bool aligned, int64_t height, int64_t width) {
+  RoiSampling r{rois.size(0), ph, pw, 0, 0, {}, {}, {}, {}, {}, {}, {}, {}};
+  const Tensor b = rois.to(at::kFloat);
+  auto col = [&](int64_t i) { return b.select(1, i).contiguous(); };
+  const std::string off = aligned ? "0.5" : "0.0", sc = literal(scale);
+  // start and (unclamped) size of one axis from the roi's two edges $0, $1
+  const std::string start = "sub(mul($0, " + sc + "), " + off + ")";
+  const std::string size = "sz = sub(sub(mul($1, " + sc + "), " + off + "), " + start + "); " +
+                           (aligned ? std::string("s = sz; ") : std::string("s = maximum(sz, 1.0); "));
+  r.batch = col(0);
+  struct AxisGeom {
+    Tensor start, bin, grid;
+  };
+  auto geometry = [&](int64_t lo, int64_t hi, int64_t pooled) {
+    AxisGeom g;
+    g.start = run_elementwise_program({col(lo)}, start);
+    g.bin = run_elementwise_program({col(lo), col(hi)}, size + "div(s, " + literal(static_cast<double>(pooled)) + ")");
+    g.grid = ratio > 0 ? at::full({r.k}, static_cast<double>(ratio), b.options())
+                       : run_elementwise_program({col(lo), col(hi)}, size + "q = neg(div(s, " +
+                                                                        literal(static_cast<double>(pooled)) + ")); " +
+                                                                        floor_of("f", "q") + "neg(f)");
+    return g;
+  };
+  const AxisGeom y = geometry(2, 4, ph), x = geometry(1, 3, pw);
+  auto grid_max = [&](const Tensor& g) {
+    if (ratio > 0) return ratio;
+    return r.k == 0 ? int64_t{1} : std::max<int64_t>(static_cast<int64_t>(at::max(g).item<float>()), 1);
+  };
+  r.gh = grid_max(y.grid);
+  r.gw = grid_max(x.grid);
+  r.count = run_elementwise_program({y.grid, x.grid}, "maximum(mul($0, $1), 1.0)");
+  const auto f32 = b.options();
+  // sample c = start + p bin + (i + 1/2) bin / grid (torchvision's order), then bilinear_interpolate's taps
+  auto taps = [&](const AxisGeom& g, int64_t pooled, int64_t grid, int64_t n, Tensor* tap, Tensor* w, Tensor* ok) {
+    const std::vector<Tensor> in = {g.start.view({r.k, 1, 1, 1}), g.bin.view({r.k, 1, 1, 1}), g.grid.view({r.k, 1, 1, 1}),
+                                    at::arange(pooled, f32).view({1, pooled, 1, 1}),
+                                    at::arange(grid, f32).view({1, 1, grid, 1}), at::arange(2, f32).view({1, 1, 1, 2})};
+    const std::string last = literal(static_cast<double>(n - 1));
+    const std::string c = "c = add(add($0, mul($3, $1)), div(mul(add($4, 0.5), $1), $2)); ";
+    const std::string t = c + "cc = where(le(c, 0.0), 0.0, c); " + floor_of("lo", "cc") + "top = ge(lo, " +
+                          last + "); lo2 = where(top, " + last + ", lo); hi = where(top, " + last +
+                          ", add(lo, 1.0)); l = sub(where(top, lo2, cc), lo2); ";
+    *tap = run_elementwise_program(in, t + "where(eq($5, 0.0), lo2, hi)");
+    *w = run_elementwise_program(in, t + "where(eq($5, 0.0), sub(1.0, l), l)");
+    *ok = run_elementwise_program(in, c + "logical_and(logical_and(lt($4, $2), eq($5, $5)), logical_and(ge(c, -1.0), le(c, " +
+                                          literal(static_cast<double>(n)) + ")))");
+  };
+  taps(y, ph, r.gh, height, &r.ytap, &r.yw, &r.yok);
+  taps(x, pw, r.gw, width, &r.xtap, &r.xw, &r.xok);
+  return r;
+}
+
+// Flat [N H W] index, weight (0 where the sample is unusable) and usability of every tap of every
+// sample, [K, ph, pw, gh 2 gw 2].
+struct RoiTaps {
+  Tensor index, weight, ok;
+  int64_t t;
+};
+RoiTaps roi_taps(const RoiSampling& r, int64_t height, int64_t width) {
+  const Tensor b = r.batch.view({r.k, 1, 1, 1, 1, 1, 1});
+  const Tensor yt = r.ytap.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xt = r.xtap.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
+  const Tensor yw = r.yw.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xw = r.xw.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
+  const Tensor yo = r.yok.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xo = r.xok.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
+  RoiTaps t;
+  t.t = r.gh * 2 * r.gw * 2;
+  t.index = run_elementwise_program({b, yt, xt}, "cast(add(add(mul(cast($0, i32), " + std::to_string(height * width) +
+                                                      "), mul(cast($1, i32), " + std::to_string(width) + ")), cast($2, i32)), i64)")
+                .reshape({-1});
+  t.ok = run_elementwise_program({yo, xo}, "logical_and($0, $1)").reshape({r.k, r.ph, r.pw, t.t});
+  t.weight = run_elementwise_program({yw, xw, yo, xo}, "where(logical_and($2, $3), mul($0, $1), 0.0)")
+                 .reshape({r.k, r.ph, r.pw, t.t});
+  return t;
+}
+
+void check_roi_align(const char* name, OpScope& op, const Tensor& rois, int64_t ph, int64_t pw) {
+  check_on_device(rois, op.device(), name, "rois");
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, name, ": rois must have shape [K, 5], got ", rois.sizes());
+  TORCH_CHECK(ph > 0 && pw > 0, name, ": pooled size must be positive, got ", ph, " x ", pw);
+}
+
+Tensor mlu_roi_align(const Tensor& input, const Tensor& rois, double spatial_scale, int64_t ph, int64_t pw,
+                     int64_t sampling_ratio, bool aligned) {
+  const char* name = "torchvision::roi_align";
+  OpScope op(name, input);
+  check_roi_align(name, op, rois, ph, pw);
+  TORCH_CHECK(input.dim() == 4, name, ": input must be [N, C, H, W], got ", input.sizes());
+  TORCH_CHECK(input.scalar_type() == rois.scalar_type(), name, ": input and rois must have the same dtype");
+  TORCH_CHECK_NOT_IMPLEMENTED(input.scalar_type() == at::kFloat || input.scalar_type() == at::kHalf, name, ": dtype ",
+                              input.scalar_type(), " is not supported on device mlu (float32, float16)");
+  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3), k = rois.size(0);
+  if (k == 0 || c == 0 || n * h * w == 0) return at::zeros({k, c, ph, pw}, input.options());
+  const RoiSampling r = roi_sampling(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
+  const RoiTaps t = roi_taps(r, h, w);
+  const Tensor planes = input.permute({1, 0, 2, 3}).reshape({c, n * h * w});  // [C, N H W]
+  const Tensor v = at::gather(planes, 1, t.index.view({1, -1}).expand({c, t.index.numel()})).view({c, k, ph, pw, t.t});
+  const Tensor sum = at::sum(run_elementwise_program({v, t.weight, t.ok}, "where($2, mul(cast($0, f32), $1), 0.0)"), {4});
+  const Tensor out = run_elementwise_program({sum, r.count.view({1, k, 1, 1})}, "div($0, $1)");
+  return out.permute({1, 0, 2, 3}).to(input.scalar_type()).contiguous();
+}
+
+Tensor mlu_roi_align_backward(const Tensor& grad, const Tensor& rois, double spatial_scale, int64_t ph, int64_t pw,
+                              int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t sampling_ratio,
+                              bool aligned) {
+  const char* name = "torchvision::_roi_align_backward";
+  OpScope op(name, grad);
+  check_roi_align(name, op, rois, ph, pw);
+  TORCH_CHECK_NOT_IMPLEMENTED(grad.scalar_type() == at::kFloat || grad.scalar_type() == at::kHalf, name, ": dtype ",
+                              grad.scalar_type(), " is not supported on device mlu (float32, float16)");
+  const int64_t k = rois.size(0);
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == k && grad.size(1) == channels && grad.size(2) == ph &&
+                  grad.size(3) == pw,
+              name, ": grad must be [", k, ", ", channels, ", ", ph, ", ", pw, "], got ", grad.sizes());
+  Tensor acc = at::zeros({channels, batch * height * width}, grad.options().dtype(at::kFloat));
+  if (k > 0 && channels > 0 && batch * height * width > 0) {
+    const RoiSampling r = roi_sampling(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, height, width);
+    const RoiTaps t = roi_taps(r, height, width);
+    // grad / count times each tap's weight, to the tap (0 for unusable samples)
+    const Tensor src = run_elementwise_program(
+        {grad.permute({1, 0, 2, 3}).unsqueeze(4), t.weight, r.count.view({1, k, 1, 1, 1})},
+        "div(mul(cast($0, f32), $1), $2)");
+    acc = at::index_add(acc, 1, t.index, src.reshape({channels, -1}));
+  }
+  return acc.view({channels, batch, height, width}).permute({1, 0, 2, 3}).to(grad.scalar_type()).contiguous();
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) { m.impl("nms", TORCH_FN(mlu_nms)); }
+TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
+  m.impl("nms", TORCH_FN(mlu_nms));
+  m.impl("roi_align", TORCH_FN(mlu_roi_align));
+  m.impl("_roi_align_backward", TORCH_FN(mlu_roi_align_backward));
+}
 
 }  // namespace mlusim::bridge::ops

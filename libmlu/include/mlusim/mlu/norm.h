@@ -49,7 +49,8 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
 // ---- layer norm: normalized over the last `normalized_ndim` dims of x ------------------------
 
 // y = (x - mean) * rstd * w + b per row (a row = one index of the leading dims), with
-// mean/rstd over the row, biased variance, rstd = 1/sqrt(var + eps). weight and bias (optional)
+// mean/rstd over the row, biased variance, rstd = 1/sqrt(var + eps) (any finite eps, as torch: NaN
+// where var + eps < 0). weight and bias (optional)
 // have the normalized dims. mean and rstd (optional) hold one value per row: any dims with that
 // many elements (torch gives [lead..., 1, ..., 1]), read in row-major order.
 Status layer_norm_forward(Handle* h, int normalized_ndim, double eps, const TensorDesc& x, const void* x_ptr,
