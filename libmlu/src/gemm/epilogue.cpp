@@ -10,17 +10,26 @@ using sim::DType;
 using sim::VecBinaryOp;
 
 namespace {
-}  // namespace
 
-namespace {
+// Where a matrix of the output's geometry lives: C itself, or the residual read in its place.
+struct Place {
+  std::uint64_t base;
+  const BatchIndexer* batch;
+  std::int64_t row_stride, col_stride;
+};
+Place c_place(const OutputSpec& o) { return {o.base, &o.batch, o.row_stride, o.col_stride}; }
+Place old_place(const OutputSpec& o) {
+  return o.residual ? Place{o.residual_base, &o.residual_batch, o.residual_row_stride, o.residual_col_stride}
+                    : c_place(o);
+}
 
-Addr c_addr(const OutputSpec& o, std::size_t b, std::size_t r, std::size_t c) {
+Addr c_addr(const OutputSpec& o, const Place& m, std::size_t b, std::size_t r, std::size_t c) {
   const std::int64_t es = i64(sim::dtype_size(o.dtype));
   const std::int64_t col = o.col_segment
-                               ? i64(c / o.col_segment) * o.col_segment_stride + i64(c % o.col_segment) * o.col_stride
-                               : i64(c) * o.col_stride;
-  const std::int64_t off = o.batch.offset(b) + i64(r) * o.row_stride + col;
-  return Addr{Space::kGdram, o.base + static_cast<std::uint64_t>(off * es)};
+                               ? i64(c / o.col_segment) * o.col_segment_stride + i64(c % o.col_segment) * m.col_stride
+                               : i64(c) * m.col_stride;
+  const std::int64_t off = m.batch->offset(b) + i64(r) * m.row_stride + col;
+  return Addr{Space::kGdram, m.base + static_cast<std::uint64_t>(off * es)};
 }
 
 // C's [nr, len] block at (r0, c) <-> the NRAM block's columns [c - c0, c - c0 + len) (row pitch nc),
@@ -36,15 +45,15 @@ void for_each_run(const OutputSpec& o, std::size_t c0, std::size_t nc, Fn&& fn) 
 
 // Copy shape between C's [nr, len] block and an NRAM block of row pitch `pitch` elements
 // (element-sized segments when C's columns are not contiguous). to_c: NRAM -> C.
-CopyShape c_shape(const OutputSpec& o, std::size_t nr, std::size_t len, std::size_t pitch, bool to_c) {
+CopyShape c_shape(const OutputSpec& o, const Place& m, std::size_t nr, std::size_t len, std::size_t pitch, bool to_c) {
   const std::int64_t es = i64(sim::dtype_size(o.dtype));
   CopyShape s;
-  if ((o.col_stride == 1 || len == 1) && (o.row_stride == i64(len) || nr == 1) && pitch == len)
+  if ((m.col_stride == 1 || len == 1) && (m.row_stride == i64(len) || nr == 1) && pitch == len)
     s = CopyShape{nr * len * static_cast<std::size_t>(es)};
-  else if (o.col_stride == 1 || len == 1)
-    s = CopyShape{len * static_cast<std::size_t>(es), nr, o.row_stride * es, i64(pitch) * es};
+  else if (m.col_stride == 1 || len == 1)
+    s = CopyShape{len * static_cast<std::size_t>(es), nr, m.row_stride * es, i64(pitch) * es};
   else
-    s = CopyShape{static_cast<std::size_t>(es), len, o.col_stride * es, es, nr, o.row_stride * es, i64(pitch) * es};
+    s = CopyShape{static_cast<std::size_t>(es), len, m.col_stride * es, es, nr, m.row_stride * es, i64(pitch) * es};
   if (!to_c) std::swap(s.dst_stride1, s.src_stride1), std::swap(s.dst_stride2, s.src_stride2);
   return s;
 }
@@ -54,9 +63,10 @@ CopyShape c_shape(const OutputSpec& o, std::size_t nr, std::size_t len, std::siz
 void load_c_old(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc,
                 const EpilogueBuffers& bufs) {
   const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  const Place m = old_place(o);
   for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
-    memcpy_strided_async(bufs.c_old.offset(i64(c - c0) * es), c_addr(o, b, r0, c), c_shape(o, nr, len, nc, false),
-                         Dir::kGdram2Nram);
+    memcpy_strided_async(bufs.c_old.offset(i64(c - c0) * es), c_addr(o, m, b, r0, c),
+                         c_shape(o, m, nr, len, nc, false), Dir::kGdram2Nram);
   });
 }
 
@@ -130,8 +140,9 @@ void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, 
     src = bufs.out_stage;
   }
   const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  const Place m = c_place(o);
   for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
-    memcpy_strided_async(c_addr(o, b, r0, c), src.offset(i64(c - c0) * es), c_shape(o, nr, len, nc, true),
+    memcpy_strided_async(c_addr(o, m, b, r0, c), src.offset(i64(c - c0) * es), c_shape(o, m, nr, len, nc, true),
                          Dir::kNram2Gdram);
   });
 }

@@ -1,7 +1,7 @@
 // The output side of a GEMM block, shared by the engine and the split-K reduction: scale the
-// fp32 accumulator by alpha, add the bias and beta x the old C, apply the fused per-row affine
-// (scale, shift) and activation, round to C's dtype once, and store the block to C (any strides)
-// with an asynchronous copy.
+// fp32 accumulator by alpha, add the bias and beta x the old C (or the residual R in its place),
+// apply the fused per-row affine (scale, shift) and activation, round to C's dtype once, and store
+// the block to C (any strides) with an asynchronous copy.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,8 @@ struct EpilogueBuffers {
   AffineBuffers affine;
 };
 
-// Issues the load of C's old [nr, nc] block into bufs.c_old (beta != 0 only).
+// Issues the load of C's old [nr, nc] block, or the residual's (OutputSpec::residual), into
+// bufs.c_old (beta != 0 only).
 void load_c_old(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0, std::size_t nc,
                 const EpilogueBuffers& bufs);
 // Column bias: fills bufs.bias32 with `tile_rows` copies of fp32 bias[c0, c0 + nc) of batch b.

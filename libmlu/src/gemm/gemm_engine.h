@@ -35,6 +35,14 @@ struct OutputSpec {
   std::size_t col_segment = 0;
   std::int64_t col_segment_stride = 0;
   float alpha = 1.0f, beta = 0.0f;  // beta != 0: C is read (beta == 0 ignores NaN/inf in C, as torch)
+  // The matrix beta multiplies when it is not C (a residual R, C only written): R's element
+  // (b, r, c) at residual_base + (residual_batch.offset(b) + r * residual_row_stride +
+  // c * residual_col_stride) elements of C's dtype (strides may be 0: broadcast). Not with
+  // col_segment (convolution outputs).
+  bool residual = false;
+  std::uint64_t residual_base = 0;
+  BatchIndexer residual_batch;
+  std::int64_t residual_row_stride = 0, residual_col_stride = 1;
   bool bias = false;
   bool bias_per_row = false;     // bias indexed by row instead of column
   std::uint64_t bias_base = 0;   // bias element i of batch b at bias_base +

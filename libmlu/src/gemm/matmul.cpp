@@ -65,6 +65,7 @@ struct Setup {
   bool transposed_form = false;  // the engine computes C^T = op(B)^T x op(A)^T
   MatView x, y;                  // engine operands (before packing)
   MatView out;                   // the engine's output rows x cols (C or C^T)
+  MatView residual;              // the residual R as the engine reads it (R or R^T), when given
   bool pack_x = false, pack_y = false;
   PackedBatches x_batches, y_batches;
   std::size_t x_pack_bytes = 0, y_pack_bytes = 0;
@@ -127,6 +128,16 @@ Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDes
               std::string(op) + ": c " + c.str() + " broadcasts (stride 0) over batch dim " + std::to_string(i));
   MLU_CHECK((c.stride(c.ndim() - 1) != 0 || cn <= 1) && (c.stride(c.ndim() - 2) != 0 || cm <= 1), Status::kBadParam,
             std::string(op) + ": c " + c.str() + " has a zero stride");
+  MatView vr;
+  if (prm.residual) {
+    const TensorDesc& r = *prm.residual;
+    MLU_RETURN_IF_ERROR(check_desc(&r, op, "residual"));
+    MLU_CHECK(r.dtype() == c.dtype() && r.dims() == c.dims(), Status::kBadParam,
+              std::string(op) + ": residual " + r.str() + " must have the dims and dtype of c " + c.str());
+    MLU_CHECK(prm.beta != 0.0f, Status::kBadParam,
+              std::string(op) + ": a residual is given but beta is 0 (beta multiplies the residual)");
+    vr = MatView{cm, cn, r.stride(r.ndim() - 2), r.stride(r.ndim() - 1), {}};
+  }
   if (bias) {
     MLU_RETURN_IF_ERROR(check_desc(bias, op, "bias"));
     MLU_CHECK(bias->dtype() == a.dtype(), Status::kBadParam,
@@ -160,6 +171,7 @@ Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDes
   s->x = s->transposed_form ? bt : va;
   s->y = s->transposed_form ? at : vb;
   s->out = s->transposed_form ? vc.transposed() : vc;
+  s->residual = s->transposed_form ? vr.transposed() : vr;
   s->pack_x = !s->x.unit_cols();
   s->pack_y = !y_ok(s->y);
   const std::size_t es = a.element_size();
@@ -219,10 +231,15 @@ Status run_matmul(Handle* h, const char* op, const MatmulParams& params, const T
   MLU_RETURN_IF_ERROR(check_ptr(b_ptr, b, op, "b"));
   MLU_RETURN_IF_ERROR(check_ptr(c_ptr, c, op, "c"));
   if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, op, "bias"));
+  if (params.residual) MLU_RETURN_IF_ERROR(check_ptr(params.residual_ptr, *params.residual, op, "residual"));
   const std::size_t es = a.element_size();
   const std::uint64_t macs = static_cast<std::uint64_t>(s.batch) * s.m * s.n * s.k;
-  const std::uint64_t bytes = (distinct_elements(a) + distinct_elements(b) + (bias ? s.n : 0)) * es +
-                              static_cast<std::uint64_t>(s.batch * s.m * s.n) * es * (params.beta != 0.0f ? 2 : 1);
+  // C is read back for beta != 0 unless a residual is read in its place.
+  const std::uint64_t c_elems = static_cast<std::uint64_t>(s.batch * s.m * s.n);
+  const std::uint64_t bytes =
+      (distinct_elements(a) + distinct_elements(b) + (bias ? s.n : 0)) * es +
+      (params.residual ? distinct_elements(*params.residual) * es + c_elems * es
+                       : c_elems * es * (params.beta != 0.0f ? 2 : 1));
   if (s.empty_output) {
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
@@ -245,9 +262,21 @@ Status run_matmul(Handle* h, const char* op, const MatmulParams& params, const T
     out.bias_base = base(bias_ptr);
     out.bias_stride = bias->stride(0);
   }
-  if (s.k == 0) {  // empty depth: C = beta x C + bias
+  if (params.residual) {
+    const TensorDesc& r = *params.residual;
+    out.residual = true;
+    out.residual_base = base(params.residual_ptr);
+    out.residual_batch = BatchIndexer{s.c_batch, std::vector<std::int64_t>(r.strides().begin(), r.strides().end() - 2)};
+    out.residual_row_stride = s.residual.row_stride;
+    out.residual_col_stride = s.residual.col_stride;
+  }
+  if (s.k == 0) {  // empty depth: C = beta x C (or R) + bias
     out.row_stride = c.stride(c.ndim() - 2);
     out.col_stride = c.stride(c.ndim() - 1);
+    if (params.residual) {
+      out.residual_row_stride = params.residual->stride(params.residual->ndim() - 2);
+      out.residual_col_stride = params.residual->stride(params.residual->ndim() - 1);
+    }
     out.bias_per_row = false;
     MLU_RETURN_IF_ERROR(gemm::launch_splitk_reduce(*h, std::string(op) + "_epilogue", out, 0, 0, s.batch, s.m, s.n));
     record(*h, op, 0, bytes, 1);
@@ -308,6 +337,7 @@ Status run_matmul(Handle* h, const char* op, const MatmulParams& params, const T
 
 namespace {
 const char* matmul_name(const MatmulParams& params) {
+  if (params.residual) return "fused_matmul_residual";
   return params.activation == Activation::kNone ? "matmul" : "fused_matmul_act";
 }
 }  // namespace

@@ -7,12 +7,16 @@
 //                          accumulator before its one rounding and store;
 //   linear_act             y = act(x W^T + b): matmul (gemm.h) with MatmulParams::activation, the
 //                          activation in the GEMM epilogue;
+//   linear_residual        y = act(x W^T + b + r): a residual connection's add in the same
+//                          epilogue (MatmulParams::residual), r read on chip block by block;
 //   elementwise_program    an arbitrary elementwise expression over any number of broadcast
 //                          inputs, compiled to one streaming kernel of VFU steps.
 //
-// softmax_forward (softmax.h) and layer_norm_forward (norm.h) already are single kernels.
+// softmax_forward (softmax.h) and layer_norm_forward (norm.h) already are single kernels;
+// add_layer_norm_forward / rms_norm_forward fold a residual add into the norm.
 //
-// Each op records its OpRecord ("fused_conv_bn_act", "fused_linear_act", "fused_elementwise"):
+// Each op records its OpRecord ("fused_conv_bn_act", "fused_linear_act", "fused_linear_residual",
+// "fused_elementwise"):
 // the MACs, the minimum DRAM bytes (every input read once + the output written once) and the
 // kernels it launched. All ops are asynchronous on the handle's queue.
 #pragma once
@@ -88,6 +92,51 @@ Status get_linear_act_workspace_size(Handle* h, Activation act, const TensorDesc
 Status linear_act(Handle* h, Activation act, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
                   const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& y, void* y_ptr,
                   void* workspace, std::size_t workspace_bytes);
+
+// ---- linear + bias + residual (+ activation) ---------------------------------------------------
+
+// y = act(x W^T + bias + residual): linear_act with a residual connection's add in the GEMM
+// epilogue (the transformer's `h = r + dense(x)`): residual has y's dims and dtype, any strides
+// (0: broadcast), and must not overlap y. Per output block the epilogue loads the residual's block
+// next to the accumulator and adds it in fp32 before the activation and the one rounding, so
+// the sum costs its DRAM read and nothing else (an elementwise add would read the GEMM's output
+// back and write it again). Records "fused_linear_residual": MACs = rows x N x K, bytes of x, w,
+// bias, residual and y once.
+Status get_linear_residual_workspace_size(Handle* h, Activation act, const TensorDesc& x, const TensorDesc& w,
+                                          const TensorDesc* bias, const TensorDesc& residual, const TensorDesc& y,
+                                          std::size_t* bytes);
+Status linear_residual(Handle* h, Activation act, const TensorDesc& x, const void* x_ptr, const TensorDesc& w,
+                       const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& residual,
+                       const void* residual_ptr, const TensorDesc& y, void* y_ptr, void* workspace,
+                       std::size_t workspace_bytes);
+
+// ---- residual add + layer norm / RMS norm --------------------------------------------------------
+
+// s = x + residual; y = layer_norm(s) over the last normalized_ndim dims, exactly as
+// layer_norm_forward (norm.h) of s: weight, bias (optional, the normalized dims, any float dtype),
+// mean and rstd (optional, one value per row, contiguous), and sum (optional: s, for the next
+// residual connection). x, residual, y and sum share one dtype (fp32, fp16, bf16) and dims, any
+// strides. The transformer's `h = x + r; y = LayerNorm(h)` as one kernel: x and r are read once,
+// y (and s) written once, instead of the add's write of s and the norm's read of it. For 16-bit
+// dtypes s is rounded to the dtype before the statistics (what eager's add hands the norm).
+// kNotSupported when a row does not fit NRAM in one pass together with its residual and sum
+// (the row size is named). Records "fused_add_layer_norm": bytes of x, residual, y, sum, weight,
+// bias and the statistics once; one kernel.
+Status add_layer_norm_forward(Handle* h, int normalized_ndim, double eps, const TensorDesc& x, const void* x_ptr,
+                              const TensorDesc& residual, const void* residual_ptr, const TensorDesc* weight,
+                              const void* weight_ptr, const TensorDesc* bias, const void* bias_ptr,
+                              const TensorDesc* sum, void* sum_ptr, const TensorDesc& y, void* y_ptr,
+                              const TensorDesc* mean, void* mean_ptr, const TensorDesc* rstd, void* rstd_ptr);
+
+// RMS norm (LLaMA's RMSNorm: no centring, no bias): y = s * rsqrt(mean_row(s^2) + eps) * weight
+// with s = x + residual, or s = x when residual is null (then sum must be null too); rstd
+// (optional) = rsqrt(mean_row(s^2) + eps) per row. Otherwise as add_layer_norm_forward: one kernel
+// where the decomposed form takes a square, a row reduction and a scaling pass. Records
+// "fused_add_rms_norm" with a residual, else "rms_norm".
+Status rms_norm_forward(Handle* h, int normalized_ndim, double eps, const TensorDesc& x, const void* x_ptr,
+                        const TensorDesc* residual, const void* residual_ptr, const TensorDesc* weight,
+                        const void* weight_ptr, const TensorDesc* sum, void* sum_ptr, const TensorDesc& y, void* y_ptr,
+                        const TensorDesc* rstd, void* rstd_ptr);
 
 // ---- arbitrary elementwise chains ---------------------------------------------------------------
 

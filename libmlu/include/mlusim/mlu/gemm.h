@@ -11,6 +11,11 @@
 //   the 16-bit dtype. bf16 needs a device that computes it (HardwareConfig::computes; MLU5xx
 //   presets): elsewhere kNotSupported naming the op and the config.
 //   beta == 0: C is not read (NaN/inf in it do not propagate, as torch.addmm).
+//   residual (MatmulParams::residual): beta multiplies R instead of C, C = act(alpha * op(A) x
+//   op(B) + bias + beta * R), and C is only written: a residual connection's add (y = x W + b + r)
+//   in the GEMM epilogue, R read block by block on chip instead of by a separate elementwise pass.
+//   R has C's dims and dtype, any strides (0: broadcast); it must not overlap C unless it is C's
+//   exact view. Such calls record "fused_matmul_residual" (bytes: R read once, C written once).
 //   activation (activation.h): applied on chip to that fp32 result before the rounding, so
 //   linear + bias + activation is one pass over C (no DRAM round trip); such calls record their
 //   op as "fused_matmul_act" instead of "matmul".
@@ -37,6 +42,9 @@ struct MatmulParams {
   float alpha = 1.0f;
   float beta = 0.0f;
   Activation activation = Activation::kNone;  // applied last, to alpha x product + bias + beta x C
+  // Optional residual R read in C's place (see above; beta must then be non-zero). Not owned.
+  const TensorDesc* residual = nullptr;
+  const void* residual_ptr = nullptr;
 };
 
 Status get_matmul_workspace_size(Handle* h, const MatmulParams& params, const TensorDesc& a, const TensorDesc& b,
