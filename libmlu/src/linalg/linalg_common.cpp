@@ -1,6 +1,7 @@
 #include "linalg/linalg_common.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/error.h"
 #include "common/int_math.h"
@@ -12,7 +13,8 @@ Status check_matrices(const TensorDesc* d, const void* p, const char* op, const 
   MLU_RETURN_IF_ERROR(check_dtype_in(*d, {DType::kFloat32}, op, name));
   MLU_CHECK(d->ndim() >= 2, Status::kBadParam,
             std::string(op) + ": " + name + " " + d->str() + " must be a batch of matrices (at least 2 dims)");
-  MLU_CHECK(d->contiguous(), Status::kBadParam, std::string(op) + ": " + name + " " + d->str() + " must be contiguous");
+  MLU_CHECK(d->contiguous() || d->numel() == 0, Status::kBadParam,
+            std::string(op) + ": " + name + " " + d->str() + " must be contiguous");
   MLU_RETURN_IF_ERROR(check_ptr(p, *d, op, name));
   out->rows = d->dim(d->ndim() - 2);
   out->cols = d->dim(d->ndim() - 1);
@@ -28,7 +30,7 @@ Status check_per_matrix(const TensorDesc* d, const void* p, DType dtype, const T
   want.insert(want.end(), tail.begin(), tail.end());
   std::string shape;
   for (std::int64_t v : want) shape += (shape.empty() ? "" : ",") + std::to_string(v);
-  MLU_CHECK(d->dtype() == dtype && d->dims() == want && d->contiguous(), Status::kBadParam,
+  MLU_CHECK(d->dtype() == dtype && d->dims() == want && (d->contiguous() || d->numel() == 0), Status::kBadParam,
             std::string(op) + ": " + name + " " + d->str() + " must be contiguous " +
                 std::string(sim::dtype_name(dtype)) + "[" + shape + "] for matrices " + of.str());
   return check_ptr(p, *d, op, name);
@@ -53,9 +55,37 @@ void iota(sim::Nram<float> v, std::int64_t count) {
                            static_cast<std::size_t>(std::min(s, count - s)));
 }
 
+Rotation jacobi_rotation(float app, float aqq, float apq) {
+  Rotation r;
+  if (apq == 0.0f) return r;
+  const float tau = (aqq - app) / (2.0f * apq);
+  r.t = (tau >= 0.0f ? 1.0f : -1.0f) / (std::fabs(tau) + std::sqrt(1.0f + tau * tau));
+  r.c = 1.0f / std::sqrt(1.0f + r.t * r.t);
+  r.s = r.t * r.c;
+  return r;
+}
+
+void rotate_rows(sim::Nram<float> x, sim::Nram<float> y, const Rotation& r, sim::Nram<float> t1, sim::Nram<float> t2,
+                 std::int64_t len) {
+  using sim::VecBinaryOp;
+  const auto n = static_cast<std::size_t>(len);
+  dev::vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, t1, x, r.s, n);  // s x
+  dev::vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, t2, y, r.s, n);  // s y
+  dev::vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, x, x, r.c, n);
+  dev::vec_binary(VecBinaryOp::kSub, DType::kFloat32, x, x, t2, n);           // c x - s y
+  dev::vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, y, y, r.c, n);
+  dev::vec_binary(VecBinaryOp::kAdd, DType::kFloat32, y, t1, y, n);           // s x + c y
+}
+
 }  // namespace mlusim::mlu::linalg
 
 namespace mlusim::mlu {
+
+std::int64_t jacobi_sweeps(std::int64_t n) {
+  std::int64_t log2n = 0;
+  while ((std::int64_t{1} << log2n) < n) ++log2n;
+  return 5 + 2 * log2n;
+}
 
 std::int64_t linalg_max_square_size(const Handle* h) {
   if (h == nullptr) return 0;

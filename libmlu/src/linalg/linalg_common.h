@@ -41,7 +41,20 @@ std::size_t lu_factor_nram_bytes(std::int64_t m, std::int64_t n);
 std::size_t cholesky_nram_bytes(std::int64_t n);
 std::size_t qr_factor_nram_bytes(std::int64_t m, std::int64_t n);
 std::size_t householder_product_nram_bytes(std::int64_t m, std::int64_t n);
+std::size_t jacobi_nram_bytes(std::int64_t rows, std::int64_t cols);
 std::size_t triangular_solve_nram_bytes(std::int64_t n, std::int64_t rhs_cols);
+
+// The rotation that zeroes the (p, q) entry of a symmetric 2 x 2 [[app, apq], [apq, aqq]]
+// (Golub & Van Loan, sym.schur2), in fp32 as the scalar unit computes it: c, s and t = s / c.
+struct Rotation {
+  float c = 1.0f, s = 0.0f, t = 0.0f;
+};
+Rotation jacobi_rotation(float app, float aqq, float apq);
+
+// Rows x and y (len elements) replaced by c x - s y and s x + c y (6 VFU intrinsics; t1, t2 are
+// scratch of len elements).
+void rotate_rows(sim::Nram<float> x, sim::Nram<float> y, const Rotation& r, sim::Nram<float> t1, sim::Nram<float> t2,
+                 std::int64_t len);
 
 // Element `index` of a 4-byte (or `es`-byte) GDRAM array at base.
 inline sim::Addr gdram_at(std::uint64_t base, std::int64_t index, std::size_t es = 4) {

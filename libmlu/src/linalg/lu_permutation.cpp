@@ -52,14 +52,16 @@ Status lu_permutation(Handle* h, const TensorDesc& pivots, const void* pivots_pt
   MLU_RETURN_IF_ERROR(check_handle(h, kOp));
   MLU_RETURN_IF_ERROR(check_desc(&pivots, kOp, "pivots"));
   MLU_RETURN_IF_ERROR(check_desc(&perm, kOp, "perm"));
-  MLU_CHECK(pivots.ndim() >= 1 && pivots.dtype() == DType::kInt32 && pivots.contiguous(), Status::kBadParam,
+  MLU_CHECK(pivots.ndim() >= 1 && pivots.dtype() == DType::kInt32 && (pivots.contiguous() || pivots.numel() == 0),
+            Status::kBadParam,
             std::string(kOp) + ": pivots " + pivots.str() + " must be contiguous int32 [*, p]");
   const std::int64_t p = pivots.dim(pivots.ndim() - 1);
   MLU_CHECK(m >= p, Status::kBadParam,
             std::string(kOp) + ": " + std::to_string(p) + " pivots for " + std::to_string(m) + " rows (p <= m)");
   std::vector<std::int64_t> want(pivots.dims().begin(), pivots.dims().end() - 1);
   want.push_back(m);
-  MLU_CHECK(perm.dtype() == DType::kInt64 && perm.dims() == want && perm.contiguous(), Status::kBadParam,
+  MLU_CHECK(perm.dtype() == DType::kInt64 && perm.dims() == want && (perm.contiguous() || perm.numel() == 0),
+            Status::kBadParam,
             std::string(kOp) + ": perm " + perm.str() + " must be contiguous int64 with pivots' batch and " +
                 std::to_string(m) + " entries per row (pivots " + pivots.str() + ")");
   MLU_RETURN_IF_ERROR(check_ptr(pivots_ptr, pivots, kOp, "pivots"));

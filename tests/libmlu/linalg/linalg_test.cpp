@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "common/mlu_test.h"
@@ -273,6 +275,67 @@ TEST_F(LinalgTest, QrFactorMatchesGeqr2AndHouseholderProductRebuildsQ) {
           EXPECT_NEAR(s, a[b * m * n + i * n + j], 3e-5) << "QR = A at " << b << "," << i << "," << j;
         }
   }
+}
+
+// H = I - 2 v v^T / |v|^2 (orthogonal, symmetric) from a seed, n x n row-major in double.
+Mat reflector(std::int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = d(rng);
+  double vv = 0;
+  for (double x : v) vv += x * x;
+  Mat h(static_cast<std::size_t>(n * n));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) h[i * n + j] = (i == j ? 1.0 : 0.0) - 2 * v[i] * v[j] / vv;
+  return h;
+}
+
+TEST_F(LinalgTest, JacobiFindsKnownEigenvaluesAndSingularValues) {
+  // A = H diag(lambda) H: eigenvalues lambda (a repeated one, a negative one, one near zero).
+  const std::int64_t n = 6;
+  const std::vector<double> lambda = {3.0, -2.0, 0.5, 0.5, 1e-3, 7.25};
+  const Mat hh = reflector(n, 30);
+  std::vector<float> a(n * n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < n; ++q) s += hh[i * n + q] * lambda[q] * hh[j * n + q];
+      a[i * n + j] = static_cast<float>(s);
+    }
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];  // exactly symmetric
+  void* ad = to_device(a);
+  void* wd = dalloc(n * 4);
+  ASSERT_EQ(symmetric_eigenvalues(&h(), desc(DType::kFloat32, {1, n, n}), ad, desc(DType::kFloat32, {1, n}), wd),
+            Status::kSuccess)
+      << last_error_detail();
+  auto w = from_device<float>(wd, n);
+  std::sort(w.begin(), w.end());
+  auto want = lambda;
+  std::sort(want.begin(), want.end());
+  for (std::int64_t i = 0; i < n; ++i) EXPECT_NEAR(w[i], want[i], 2e-5 * 7.25) << "eigenvalue " << i;
+
+  // A = H1[:, :k]... a 4 x 7 matrix U diag(sigma) V^T (U, V from reflectors): sigma back.
+  const std::int64_t k = 4, l = 7;
+  const std::vector<double> sigma = {5.0, 1.0, 1.0, 0.01};
+  const Mat u = reflector(k, 31), v = reflector(l, 32);
+  std::vector<float> m(k * l);
+  for (std::int64_t i = 0; i < k; ++i)
+    for (std::int64_t j = 0; j < l; ++j) {
+      double s = 0;
+      for (std::int64_t q = 0; q < k; ++q) s += u[i * k + q] * sigma[q] * v[j * l + q];
+      m[i * l + j] = static_cast<float>(s);
+    }
+  void* md = to_device(m);
+  void* sd = dalloc(k * 4);
+  ASSERT_EQ(singular_values(&h(), desc(DType::kFloat32, {k, l}), md, desc(DType::kFloat32, {k}), sd), Status::kSuccess)
+      << last_error_detail();
+  auto sv = from_device<float>(sd, k);
+  std::sort(sv.begin(), sv.end(), std::greater<>());
+  for (std::int64_t i = 0; i < k; ++i) EXPECT_NEAR(sv[i], sigma[i], 2e-5 * 5.0) << "singular value " << i;
+  EXPECT_EQ(jacobi_sweeps(6), 11);
+  EXPECT_EQ(singular_values(&h(), desc(DType::kFloat32, {l, k}), md, desc(DType::kFloat32, {l}), sd), Status::kBadParam);
 }
 
 TEST_F(LinalgTest, RefusesWhatItCannotDo) {

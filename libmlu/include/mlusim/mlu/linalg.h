@@ -32,6 +32,16 @@
 //               N = n), v and beta scattered into column k. ~2 m n p - (m + n) p^2 + 2 p^3 / 3 MACs.
 //   householder_product  LAPACK org2r: Q = I (m x n), then for i = k-1 .. 0 the same two
 //               products apply H_i = I - tau_i v_i v_i^T to Q[i:, :].
+//   symmetric_eigenvalues  cyclic two-sided Jacobi, a fixed number of sweeps (jacobi_sweeps).
+//               Rotation (p, q): a_pp, a_qq, a_pq read by the scalar unit, the rotation (Golub &
+//               Van Loan's sym.schur2) computed there; rows p and q rotated on the VFU (4
+//               scalings, a subtraction, an addition over n), copied into columns p and q (two
+//               strided NRAM copies: the matrix stays symmetric), the 2 x 2 block stored.
+//               Eigenvalues = the diagonal. ~12 intrinsics per rotation, n (n-1) / 2 per sweep.
+//   singular_values  one-sided (Hestenes) Jacobi on the rows of a k x l matrix (k <= l), the
+//               same sweeps: per pair, |w_i|^2 and |w_j|^2 (sum-of-squares reduces) and w_i . w_j
+//               (product + reduce), the rotation that makes them orthogonal, the two rows
+//               rotated; values = the rows' norms (one row-wise reduce and a sqrt).
 //   cholesky    left-looking (Cholesky-Crout) by columns: v = A[j:, j] - L[j:, :] L[j, :]^T
 //               (one vec_matmul, M = n-j, K = n over L's rows whose later columns are still
 //               zero), sqrt of the diagonal, the column divided by it, scattered into L.
@@ -96,6 +106,21 @@ Status qr_factor(Handle* h, const TensorDesc& a, const void* a_ptr, const Tensor
 // diagonal taken as 1, the rest not read); tau: [*, k] fp32, k <= n; q: [*, m, n].
 Status householder_product(Handle* h, const TensorDesc& v, const void* v_ptr, const TensorDesc& tau,
                            const void* tau_ptr, const TensorDesc& q, void* q_ptr);
+
+// Eigenvalues of every symmetric matrix of a ([*, n, n], fp32, contiguous; both triangles are read
+// and must agree) into w ([*, n], fp32), in no particular order (the caller sorts): the diagonal
+// after jacobi_sweeps(n) cyclic Jacobi sweeps.
+Status symmetric_eigenvalues(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& w, void* w_ptr);
+
+// Singular values of every matrix of a ([*, k, l], fp32, contiguous, k <= l: pass A^T for a tall
+// A) into s ([*, k], fp32), in no particular order: the row norms after jacobi_sweeps(k) sweeps of
+// one-sided Jacobi.
+Status singular_values(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& s, void* s_ptr);
+
+// The fixed number of Jacobi sweeps for n x n (or n rows): 5 + 2 ceil(log2 n). Cyclic Jacobi
+// converges quadratically once the off-diagonal part is small, typically in 5-10 sweeps for the
+// sizes that fit NRAM; a fixed count keeps the work independent of values.
+std::int64_t jacobi_sweeps(std::int64_t n);
 
 // Largest n such that an n x n matrix fits one core's NRAM for lu_factor, cholesky and
 // triangular_solve (one right-hand side) on this handle's cores; 0 for a null handle.
