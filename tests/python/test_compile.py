@@ -48,7 +48,8 @@ def test_inference_graph_is_fused_and_matches_eager(dev):
     torch.testing.assert_close(out.cpu(), ref.cpu(), rtol=1e-4, atol=1e-5)
     graphs = torch_mlu.compiled_graphs()
     assert len(graphs) == 1 and graphs[0]["mode"] == "inference"
-    assert graphs[0]["fusion_matches"] == {"conv_bn_act": 2, "linear_act": 1, "elementwise": 0}
+    assert graphs[0]["fusion_matches"] == {"conv_bn_act": 2, "linear_act": 1, "elementwise": 0,
+                                           "linear_residual": 0, "rms_norm": 0}
     assert compiled_kernels < eager_kernels
 
 
@@ -102,3 +103,44 @@ def test_compile_compare_reports_eager_and_compiled(dev):
     assert total["dram_bytes"]["fused"] < total["dram_bytes"]["unfused"]  # intermediates stay on chip
     assert result["compiled"]["kernel_launches"] == total["kernel_launches"]["fused"]
     assert result["max_abs_diff"] < 1e-4
+
+
+class _Residuals(torch.nn.Module):
+    """BERT's `LayerNorm(dropout(dense(x)) + x)`, GPT-2's Conv1D residual
+    `torch.addmm(b, h.view(-1, K), W).view(h.shape) + h` and LLaMA's RMSNorm, small."""
+
+    def __init__(self, d=24):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+        self.drop = torch.nn.Dropout(0.1)
+        self.ln = torch.nn.LayerNorm(d)
+        self.w = torch.nn.Parameter(torch.randn(d, d) / d ** 0.5)
+        self.b = torch.nn.Parameter(torch.randn(d))
+
+        self.rms_weight = torch.nn.Parameter(torch.rand(d) + 0.5)
+
+    def forward(self, x):
+        h = self.ln(self.drop(self.dense(x)) + x)
+        h = h + torch.addmm(self.b, h.view(-1, h.shape[-1]), self.w).view(h.shape)
+        r = h.to(torch.float32)  # LLaMA's RMSNorm, as transformers writes it
+        r = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return self.rms_weight * r.to(torch.float32)
+
+
+def test_residual_adds_go_into_the_gemm_epilogue_and_rms_norm_is_one_kernel(dev):
+    """Inference: a linear (nn.Linear through an eval dropout, or GPT-2's addmm with its [K, N]
+    weight) whose output is added to a residual becomes mlu::linear_residual: the add runs in the
+    GEMM epilogue; the RMSNorm becomes mlu::rms_norm. Results as eager's."""
+    torch.manual_seed(0)
+    model = _Residuals().eval().to(dev)
+    x = torch.randn(2, 6, 24).to(dev)
+    compiled = torch.compile(model, backend="mlu")
+    with torch.no_grad():
+        ref, eager_kernels = kernel_launches(model, x)
+        out, compiled_kernels = kernel_launches(compiled, x)
+        ops = {o["name"]: o["calls"] for o in torch_mlu.cycle_report(format="json")["ops"]}
+    torch.testing.assert_close(out.cpu(), ref.cpu(), rtol=1e-4, atol=1e-5)
+    matches = torch_mlu.compiled_graphs()[0]["fusion_matches"]
+    assert (matches["linear_residual"], matches["rms_norm"]) == (2, 1), matches
+    assert ops.get("mlu::linear_residual") == 2 and ops.get("mlu::rms_norm") == 1, ops
+    assert compiled_kernels < eager_kernels

@@ -266,3 +266,76 @@ def test_cpu_scalar_tensors_with_device_tensors_run_on_the_device(dev):
     # An integer 0-dim CPU tensor keeps type promotion as eager: int scalar * float tensor -> float.
     n = torch.tensor(3)
     torch.testing.assert_close(torch.compile(scalar_first)(n, x.to(dev)).cpu(), scalar_first(n, x))
+
+
+class _ResidualBlock(torch.nn.Module):
+    """The residual patterns of the transformer blocks in bench/compile_models.py, small: a BERT
+    post-norm (LayerNorm(dense(x) + x)), a GPT-2 Conv1D (addmm(b, x, W).view + h), LLaMA's
+    decomposed RMSNorm, and an add + LayerNorm whose add is not a GEMM's."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.dense = torch.nn.Linear(d, d)
+        self.ln = torch.nn.LayerNorm(d)
+        self.w_conv1d = torch.nn.Parameter(torch.randn(d, d) / d ** 0.5)
+        self.b_conv1d = torch.nn.Parameter(torch.randn(d))
+        self.rms_weight = torch.nn.Parameter(torch.rand(d) + 0.5)
+        self.ln2 = torch.nn.LayerNorm(d)
+
+    def forward(self, x, e):
+        h = self.ln(self.dense(x) + x)
+        h = torch.addmm(self.b_conv1d, h.view(-1, h.shape[-1]), self.w_conv1d).view(h.shape) + h
+        r = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        r = self.rms_weight * r
+        return self.ln2(r * 2.0 + e) + h
+
+
+def test_residual_adds_go_into_gemm_epilogues_and_norm_kernels(dev):
+    """Inference: linear + residual add -> mlu::linear_residual (the add in the GEMM epilogue, also
+    for GPT-2's addmm with a [K, N] weight), the decomposed RMSNorm -> mlu::rms_norm, an add
+    feeding a LayerNorm -> mlu::add_layer_norm (sum and normalized output from one kernel);
+    results as the CPU's within fp32 tolerance, fewer kernels than eager."""
+    from torch_mlu.inductor_passes import epilogue_matches
+
+    torch.manual_seed(0)
+    model = _ResidualBlock().eval()
+    x, e = torch.randn(2, 8, 32), torch.randn(32)
+    with torch.no_grad():
+        ref = model(x, e)
+        model.to(dev)
+        start = len(epilogue_matches)
+        compiled = torch.compile(model)
+        compiled(x.to(dev), e.to(dev))
+        _, eager_kernels = kernel_launches(model, x.to(dev), e.to(dev))
+        out, compiled_kernels = kernel_launches(compiled, x.to(dev), e.to(dev))
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-4, atol=1e-5)
+    matches = epilogue_matches[start]
+    assert (matches["linear_residual"], matches["rms_norm"], matches["add_layer_norm"]) == (2, 1, 1), matches
+    ops = {o["name"]: o["calls"] for o in torch_mlu.cycle_report(format="json")["ops"]}
+    assert ops.get("mlu::linear_residual") == 2 and ops.get("mlu::rms_norm") == 1, ops
+    assert ops.get("mlu::add_layer_norm") == 1, ops
+    assert compiled_kernels < eager_kernels
+
+
+def test_residual_norm_ops_match_the_cpu_and_name_bad_input(dev):
+    """The fused ops themselves, device against their CPU kernels (the unfused at:: ops): the sum
+    and the normalized output, a broadcast residual, fp16; errors name the op and the argument."""
+    torch.manual_seed(0)
+    x, r = torch.randn(3, 5, 48), torch.randn(48)
+    w, b = torch.rand(48) + 0.5, torch.randn(48)
+    for dtype, tol in ((torch.float32, 1e-5), (torch.float16, 2e-3)):
+        args = [t.to(dtype) for t in (x, r, w, b)]
+        dargs = [t.to(dev) for t in args]
+        for got, want in ((torch.ops.mlu.add_layer_norm(dargs[0], dargs[1], [48], dargs[2], dargs[3], 1e-5),
+                           torch.ops.mlu.add_layer_norm(*args[:2], [48], *args[2:], 1e-5)),
+                          (torch.ops.mlu.add_rms_norm(dargs[0], dargs[1], [48], dargs[2], 1e-6),
+                           torch.ops.mlu.add_rms_norm(*args[:2], [48], args[2], 1e-6))):
+            for g, ref in zip(got, want):
+                torch.testing.assert_close(g.cpu(), ref, rtol=tol, atol=tol)
+    w2, res = torch.randn(40, 48), torch.randn(40)  # a residual row broadcast over x's rows
+    y = torch.ops.mlu.linear_residual(x.to(dev), w2.to(dev), None, res.to(dev), "relu")
+    torch.testing.assert_close(y.cpu(), torch.relu(x @ w2.T + res), rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match="mlu::add_rms_norm: residual of shape"):
+        torch.ops.mlu.add_rms_norm(x.to(dev), torch.randn(7).to(dev), [48], None, 1e-6)
+    with pytest.raises(RuntimeError, match="mlu::linear_residual: expected input and residual to have the same"):
+        torch.ops.mlu.linear_residual(x.to(dev), w.view(1, 48).to(dev), None, torch.randn(1).half().to(dev), "none")

@@ -5,8 +5,10 @@ are Dynamo's own). Each graph is compiled by what grad mode asks for:
 
 - **Inference** (compiled under ``torch.no_grad()`` / ``torch.inference_mode()``): the graph is
   rewritten with the fusion passes of ``torch_mlu.fuse`` (conv+BN+activation, linear+activation,
-  elementwise chains -> the fused kernels ``torch.ops.mlu.*``) and runs as that graph: fewer
-  kernels, intermediates kept on chip.
+  elementwise chains -> the fused kernels ``torch.ops.mlu.*``), after residual connections
+  ``linear(x) + r`` went into the GEMM's epilogue (``mlu::linear_residual``,
+  fusion.fuse_residual_linears) and LLaMA's RMSNorm into one kernel (``mlu::rms_norm``,
+  fusion.fuse_rms_norms), and runs as that graph: fewer kernels, intermediates kept on chip.
 - **Training**: the graph goes through AOTAutograd (functionalised ATen forward and backward
   graphs) and runs them with the device's eager kernels; the fused kernels have no backward, so
   training graphs are not fused yet.
@@ -20,7 +22,8 @@ import torch
 from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
 
-from .fusion import PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device
+from .fusion import (PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device, fuse_residual_linears,
+                     fuse_rms_norms)
 
 __all__ = ["compile_compare", "compile_for_report", "compiled_graphs", "inductor_kernels", "reset_compiled_graphs"]
 
@@ -56,8 +59,11 @@ def mlu_backend(gm, example_inputs):
     if torch.is_grad_enabled():
         _graphs.append({"mode": "training", "nodes": nodes})
         return _training(gm, example_inputs)
+    # Before the elementwise groups could take their adds and multiplies:
+    residual, rms = fuse_residual_linears(gm, []), fuse_rms_norms(gm, [])
     fused = _fuse_graph(gm, PATTERNS)
-    _graphs.append({"mode": "inference", "nodes": nodes, "fusion_matches": dict(fused.fusion_matches)})
+    _graphs.append({"mode": "inference", "nodes": nodes,
+                    "fusion_matches": {**fused.fusion_matches, "linear_residual": residual, "rms_norm": rms}})
     return fused.forward
 
 

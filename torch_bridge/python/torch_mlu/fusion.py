@@ -333,6 +333,163 @@ def _fuse_linear_act(gm, details):
     return count
 
 
+# ---- residual connections (torch.compile's backend "mlu") -------------------------------------------------
+
+def _example(node):
+    """The example value Dynamo recorded for `node` (a FakeTensor), else None."""
+    val = node.meta.get("example_value") if isinstance(node, fx.Node) else None
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def _skip_eval_dropout(node):
+    """The input of F.dropout(x, p, training=False) (an identity), else `node`."""
+    if (isinstance(node, fx.Node) and node.op == "call_function" and node.target is F.dropout
+            and _arg(node, 2, "training", True) is False and _only_user(_arg(node, 0, "input")) is node):
+        return _arg(node, 0, "input")
+    return node
+
+
+def _residual_linear(gm, node, add):
+    """(make(), chain) when `node` is a linear feeding `add` only (through an eval dropout and, for
+    torch.addmm, a view): make() inserts and returns (x, weight [N, K], bias) before `add`."""
+    chain = []
+    src = _skip_eval_dropout(node)
+    if src is not node:
+        if _only_user(node) is not add:
+            return None
+        chain.append(node)
+    if _only_user(src) is not (chain[-1] if chain else add):
+        return None
+    make = _linear_info(gm, src)
+    if make is not None:
+        return make, chain + [src]
+    view = None
+    if src.op == "call_method" and src.target in ("view", "reshape"):
+        view, src = src, src.args[0]
+        if not isinstance(src, fx.Node) or _only_user(src) is not view:
+            return None
+    if src.op != "call_function" or src.target is not torch.addmm or len(src.args) != 3 or src.kwargs:
+        return None
+    bias, x, w = src.args
+    out, xv, wv = _example(add), _example(x), _example(w)
+    if out is None or xv is None or wv is None or wv.dim() != 2 or xv.dim() != 2 or _example(bias) is None:
+        return None
+    if _example(bias).dim() != 1:
+        return None
+
+    def make():
+        g = add.graph
+        with g.inserting_before(add):
+            x_rows = g.call_method("reshape", (x, (*out.shape[:-1], xv.shape[-1]))) if out.dim() != 2 else x
+            return x_rows, g.call_method("t", (w,)), bias
+    return make, chain + ([view] if view is not None else []) + [src]
+
+
+def fuse_residual_linears(gm, details):
+    """``linear(x) + r`` (nn.Linear, F.linear, or GPT-2's ``torch.addmm(b, x, W).view(...)``; an
+    eval-mode dropout in between; either operand order) -> ``mlu::linear_residual(x, w, b, r)``:
+    the add in the GEMM epilogue. Needs Dynamo's example values (shapes): for torch.compile's
+    graphs. Returns the number of matches."""
+    graph, count = gm.graph, 0
+    for add in list(graph.nodes):
+        if add.op != "call_function" or add.target not in (operator.add, torch.add) or len(add.args) != 2 or add.kwargs:
+            continue
+        out = _example(add)
+        if out is None or out.dtype not in (torch.float32, torch.float16):
+            continue
+        for lin_side, res in (add.args, tuple(reversed(add.args))):
+            rv = _example(res)
+            if not isinstance(lin_side, fx.Node) or rv is None or rv.dtype != out.dtype:
+                continue
+            if _example(lin_side) is None or _example(lin_side).shape != out.shape:
+                continue
+            found = _residual_linear(gm, lin_side, add)
+            if found is None:
+                continue
+            make, chain = found
+            x, weight, bias = make()
+            with graph.inserting_before(add):
+                fused = graph.call_function(torch.ops.mlu.linear_residual, (x, weight, bias, res, "none"))
+            fused.meta = dict(add.meta)
+            add.replace_all_uses_with(fused)
+            graph.erase_node(add)
+            for n in chain:
+                graph.erase_node(n)
+            details.append({"pattern": "linear_residual", "node": fused.name})
+            count += 1
+            break
+    return count
+
+
+def _calls(node, functions=(), methods=()):
+    return isinstance(node, fx.Node) and (
+        (node.op == "call_function" and node.target in functions) or (node.op == "call_method" and node.target in methods))
+
+
+def _fp32_identity(node):
+    """x when node is x.to(torch.float32) / x.float() of an fp32 x (no-ops), else node."""
+    if _calls(node, methods=("to", "float")) and isinstance(node.args[0], fx.Node):
+        src, rest = node.args[0], list(node.args[1:]) + list(node.kwargs.values())
+        if (_example(src) is not None and _example(src).dtype == torch.float32
+                and all(v is torch.float32 for v in rest)):
+            return src
+    return node
+
+
+def fuse_rms_norms(gm, details):
+    """LLaMA's RMSNorm as Dynamo records it, ``[w *] (x * rsqrt(x.pow(2).mean(-1, keepdim=True) +
+    eps))`` with fp32 no-op casts, for fp32 x with rows of at most 4096 -> ``mlu::rms_norm``: one
+    kernel. Returns the number of matches."""
+    graph, count = gm.graph, 0
+    muls = (operator.mul, torch.mul)
+    for rsqrt in list(graph.nodes):
+        if not _calls(rsqrt, (torch.rsqrt,), ("rsqrt",)) or len(rsqrt.args) != 1:
+            continue
+        add = rsqrt.args[0]
+        if not _calls(add, (operator.add, torch.add)) or _only_user(add) is not rsqrt or add.kwargs:
+            continue
+        mean, eps = add.args if isinstance(add.args[0], fx.Node) else tuple(reversed(add.args))
+        if not _calls(mean, (torch.mean,), ("mean",)) or not isinstance(eps, (int, float)) or _only_user(mean) is not add:
+            continue
+        if _arg(mean, 1, "dim") not in (-1, [-1], (-1,)) or _arg(mean, 2, "keepdim", False) is not True:
+            continue
+        sq = mean.args[0]
+        if not _calls(sq, (torch.pow, operator.pow), ("pow",)) or sq.args[1] != 2 or _only_user(sq) is not mean:
+            continue
+        x = sq.args[0]
+        scaled = _only_user(rsqrt)
+        if not _calls(scaled, muls) or set(scaled.args) != {x, rsqrt}:
+            continue
+        base = _fp32_identity(x)
+        xv = _example(base)
+        if xv is None or xv.dtype != torch.float32 or xv.shape[-1] > 4096:
+            continue
+        last, weight, dead = scaled, None, [scaled, rsqrt, add, mean, sq]
+        nxt = _only_user(scaled)
+        if nxt is not None and _fp32_identity(nxt) is scaled and _only_user(nxt) is not None:
+            cast, nxt = nxt, _only_user(nxt)
+        else:
+            cast = None
+        if _calls(nxt, muls) and len(nxt.args) == 2:
+            other = [a for a in nxt.args if a is not (cast or scaled)]
+            wv = _example(other[0]) if len(other) == 1 else None
+            if wv is not None and wv.dim() == 1 and wv.shape[0] == xv.shape[-1] and wv.dtype == torch.float32:
+                last, weight = nxt, other[0]
+                dead = [nxt] + ([cast] if cast is not None else []) + dead
+        with graph.inserting_before(last):
+            fused = graph.call_function(torch.ops.mlu.rms_norm, (base, [int(xv.shape[-1])], weight, float(eps)))
+        fused.meta = dict(last.meta)
+        last.replace_all_uses_with(fused)
+        for n in dead:
+            if not n.users:
+                graph.erase_node(n)
+        if x is not base and not x.users:
+            graph.erase_node(x)
+        details.append({"pattern": "rms_norm", "node": fused.name})
+        count += 1
+    return count
+
+
 # ---- elementwise ---------------------------------------------------------------------------------------
 
 _BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}

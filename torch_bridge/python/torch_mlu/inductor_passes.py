@@ -22,6 +22,18 @@ pass, torch_mlu/inductor.py), before Inductor lowers it:
   conv2d_bn_act_forward). On mlu Inductor keeps inference batch norm whole for this
   (inductor.py), rather than decomposing it into arithmetic.
 
+- ``add(view(addmm(bias, x, w2)), r)`` and ``add(view(mm(x, w2)), r)`` (either operand order, view
+  optional; ``w2`` F.linear's ``permute(w, [1, 0])`` or any 2-D matrix, e.g. GPT-2's Conv1D weight)
+  -> ``mlu::linear_residual(x, w, bias, r, "none")``: the residual connection's add in the GEMM
+  epilogue (libmlu linear_residual), ``r`` read block by block on chip instead of an elementwise
+  pass that reads the GEMM's output back.
+- the decomposed RMSNorm ``[w *] (x * rsqrt(mean(x ** 2, -1, keepdim) + eps))`` (LLaMA's
+  LlamaRMSNorm) -> ``mlu::rms_norm``: one kernel (libmlu rms_norm_forward) for what Inductor makes
+  a square, a row reduction and a scaling program.
+- ``native_layer_norm(add(a, b))[0]`` where the add is not a GEMM's residual (matched above) ->
+  ``mlu::add_layer_norm(a, b, ...)``: one kernel writes the sum (for its other users) and the
+  normalized output (libmlu add_layer_norm_forward).
+
 act: relu, relu6 (hardtanh(0, 6)), gelu (both approximations), sigmoid, tanh, or none for the
 conv + batch norm pair. A match needs the GEMM/convolution (and batch norm) result to have no other
 user: a value saved for a backward graph or read elsewhere keeps the unfused form. Training
@@ -29,6 +41,7 @@ graphs therefore fuse nothing (their activations' inputs are saved for the backw
 ops have no backward. New nodes carry FakeTensor metadata from the fused ops' fake kernels.
 """
 
+import math
 import operator
 
 import torch
@@ -171,12 +184,157 @@ def place_cpu_scalars(gm):
     return moved + len(copies)
 
 
+def _val(node):
+    return node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+
+
+def _float_on_mlu(node):
+    val = _val(node)
+    return (isinstance(val, torch.Tensor) and val.device.type == "mlu"
+            and val.dtype in (torch.float32, torch.float16))
+
+
+def _call(graph, target, args, kwargs=None):
+    """A new call node (at the graph's insertion point) with its FakeTensor value."""
+    node = graph.call_function(target, tuple(args), dict(kwargs or {}))
+    unwrap = (lambda a: _val(a) if isinstance(a, torch.fx.Node) else a)
+    node.meta["val"] = target(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in (kwargs or {}).items()})
+    return node
+
+
+def _gemm_of(node, user):
+    """(x, w2, bias, view) when node (optionally a view of it) is addmm(bias, x, w2) / mm(x, w2)
+    feeding `user` only, with 1-D bias, alpha = beta = 1."""
+    view = None
+    if node.op == "call_function" and node.target in _VIEWS and _only_user(node, user):
+        view, user, node = node, node, node.args[0]
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or not _only_user(node, user):
+        return None
+    if node.target == aten.addmm.default:
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+            return None
+        bias, x, w2 = node.args[:3]
+        if _val(bias) is None or _val(bias).dim() != 1:
+            return None
+    elif node.target == aten.mm.default:
+        (x, w2), bias = node.args[:2], None
+    else:
+        return None
+    return x, w2, bias, view
+
+
+def _linear_residual(graph, add):
+    """Rewrites add(linear, r) into mlu::linear_residual; True when it did."""
+    if add.kwargs.get("alpha", 1) != 1 or len(add.args) != 2 or not _float_on_mlu(add):
+        return False
+    out = _val(add)
+    for lin_side, res in (add.args, reversed(add.args)):
+        if not isinstance(lin_side, torch.fx.Node) or not isinstance(res, torch.fx.Node):
+            continue
+        gemm = _gemm_of(lin_side, add)
+        rv = _val(res)
+        if gemm is None or rv is None or rv.dtype != out.dtype or rv.device != out.device:
+            continue
+        x, w2, bias, view = gemm
+        if _val(lin_side).shape != out.shape or not torch.broadcast_shapes(rv.shape, out.shape) == out.shape:
+            continue
+        with graph.inserting_before(add):
+            w = _transposed_weight(w2)
+            if w is None:
+                w = _call(graph, aten.permute.default, (w2, [1, 0]))
+            k = _val(x).shape[-1]
+            xv = _call(graph, aten.reshape.default, (x, [*out.shape[:-1], k])) if out.dim() != 2 else x
+            fused = _call(graph, torch.ops.mlu.linear_residual.default, (xv, w, bias, res, "none"))
+        add.replace_all_uses_with(fused)
+        graph.erase_node(add)
+        if view is not None:
+            graph.erase_node(view)
+        return True
+    return False
+
+
+def _rms_norm(graph, rsqrt):
+    """Rewrites [w *] (x * rsqrt(mean(x ** 2, [-1], keepdim=True) + eps)) at its rsqrt node."""
+    (eps_add,) = rsqrt.args
+    if (eps_add.op != "call_function" or eps_add.target != aten.add.Scalar and eps_add.target != aten.add.Tensor
+            or not _only_user(eps_add, rsqrt) or not isinstance(eps_add.args[1], (int, float))):
+        return False
+    mean, eps = eps_add.args[0], float(eps_add.args[1])
+    if (mean.op != "call_function" or mean.target != aten.mean.dim or not _only_user(mean, eps_add)
+            or list(mean.args[1]) not in ([-1], [_val(mean).dim() - 1]) or not (
+                mean.args[2] if len(mean.args) > 2 else mean.kwargs.get("keepdim", False))):
+        return False
+    sq = mean.args[0]
+    if sq.op != "call_function" or not _only_user(sq, mean):
+        return False
+    if sq.target == aten.pow.Tensor_Scalar and sq.args[1] == 2:
+        x = sq.args[0]
+    elif sq.target == aten.mul.Tensor and sq.args[0] is sq.args[1]:
+        x = sq.args[0]
+    else:
+        return False
+    users = list(rsqrt.users)
+    if len(users) != 1 or users[0].target != aten.mul.Tensor or set(users[0].args) != {x, rsqrt}:
+        return False
+    scaled = users[0]
+    xv = _val(x)
+    if xv is None or not _float_on_mlu(x) or _val(scaled).shape != xv.shape or xv.shape[-1] > 4096:
+        return False
+    last, weight = scaled, None
+    after = list(scaled.users)
+    if len(after) == 1 and after[0].op == "call_function" and after[0].target == aten.mul.Tensor:
+        other = [a for a in after[0].args if a is not scaled]
+        wv = _val(other[0]) if len(other) == 1 else None
+        if (isinstance(wv, torch.Tensor) and wv.dim() == 1 and wv.shape[0] == xv.shape[-1] and wv.dtype == xv.dtype
+                and _val(after[0]).shape == xv.shape):
+            last, weight = after[0], other[0]
+    with graph.inserting_before(last):
+        fused = _call(graph, torch.ops.mlu.rms_norm.default, (x, [xv.shape[-1]], weight, eps))
+    last.replace_all_uses_with(fused)
+    for n in (last, scaled, rsqrt, eps_add, mean, sq):
+        if not n.users:
+            graph.erase_node(n)
+    return True
+
+
+def _add_layer_norm(graph, ln, order):
+    """Rewrites native_layer_norm(add(a, b))[0] into mlu::add_layer_norm; True when it did."""
+    add, shape, weight, bias, eps = ln.args
+    if (add.op != "call_function" or add.target != aten.add.Tensor or add.kwargs.get("alpha", 1) != 1
+            or not _float_on_mlu(add) or len(add.args) != 2):
+        return False
+    a, b = add.args
+    if not all(isinstance(v, torch.fx.Node) and _val(v) is not None for v in (a, b)):
+        return False
+    if _val(a).shape != _val(add).shape or _val(b).dtype != _val(a).dtype or math.prod(shape) > 4096:
+        return False
+    getitems = list(ln.users)
+    if any(g.target != operator.getitem or g.args[1] != 0 for g in getitems):
+        return False  # mean / rstd wanted (a backward): not this op's outputs
+    # The fused node takes the add's place: the norm's weight and bias must already exist there.
+    if any(isinstance(t, torch.fx.Node) and order[t] > order[add] for t in (weight, bias)):
+        return False
+    with graph.inserting_after(add):
+        fused = _call(graph, torch.ops.mlu.add_layer_norm.default, (a, b, list(shape), weight, bias, eps))
+    with graph.inserting_after(fused):
+        total = _call(graph, operator.getitem, (fused, 0))
+    with graph.inserting_after(total):
+        normed = _call(graph, operator.getitem, (fused, 1))
+    for g in getitems:
+        g.replace_all_uses_with(normed)
+        graph.erase_node(g)
+    graph.erase_node(ln)
+    add.replace_all_uses_with(total)
+    graph.erase_node(add)
+    return True
+
+
 def fuse_epilogues(gm):
     """Rewrites gm (a post-grad ATen GraphModule) in place; returns {pattern: matches}."""
     from torch._guards import detect_fake_mode  # noqa: PLC0415
 
     graph = gm.graph
-    counts = {"linear_act": 0, "conv_bn_act": 0}
+    counts = {"linear_act": 0, "conv_bn_act": 0, "linear_residual": 0, "rms_norm": 0, "add_layer_norm": 0}
     fake_mode = detect_fake_mode([n.meta.get("val") for n in graph.nodes if "val" in n.meta])
     with fake_mode if fake_mode is not None else torch._subclasses.fake_tensor.unset_fake_temporarily():
         for node in list(graph.nodes):
@@ -230,6 +388,18 @@ def fuse_epilogues(gm):
                         _replace(graph, node, torch.ops.mlu.conv_bn_act.default,
                                  (x, w, b, weight, bias, mean, var, eps, stride, padding, dilation, groups, "none"))
                         counts["conv_bn_act"] += 1
+        # Residual adds into the GEMMs before them, then the norms (an add a GEMM took is gone).
+        for node in list(graph.nodes):
+            if node.op == "call_function" and node.target == aten.add.Tensor and _linear_residual(graph, node):
+                counts["linear_residual"] += 1
+        for node in list(graph.nodes):
+            if node.op == "call_function" and node.target == aten.rsqrt.default and _rms_norm(graph, node):
+                counts["rms_norm"] += 1
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        for node in list(graph.nodes):
+            if (node.op == "call_function" and node.target == aten.native_layer_norm.default
+                    and _add_layer_norm(graph, node, order)):
+                counts["add_layer_norm"] += 1
         graph.eliminate_dead_code()
     gm.recompile()
     epilogue_matches.append(dict(counts))
@@ -256,5 +426,21 @@ def register_fake_kernels():
         oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
         ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
         return input.new_empty((n, weight.shape[0], oh, ow))
+
+    @torch.library.register_fake("mlu::linear_residual")
+    def _linear_residual(input, weight, bias, residual, activation):
+        return input.new_empty((*input.shape[:-1], weight.shape[0]))
+
+    @torch.library.register_fake("mlu::add_layer_norm")
+    def _add_layer_norm(input, residual, normalized_shape, weight, bias, eps):
+        return input.new_empty(input.shape), input.new_empty(input.shape)
+
+    @torch.library.register_fake("mlu::add_rms_norm")
+    def _add_rms_norm(input, residual, normalized_shape, weight, eps):
+        return input.new_empty(input.shape), input.new_empty(input.shape)
+
+    @torch.library.register_fake("mlu::rms_norm")
+    def _rms_norm(input, normalized_shape, weight, eps):
+        return input.new_empty(input.shape)
 
     register_fake_kernels._done = True

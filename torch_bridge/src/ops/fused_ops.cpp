@@ -11,6 +11,20 @@
 //       mean = 0 and no normalisation by running_var (all four None: no batch norm).
 //   mlu::linear_act(Tensor input, Tensor weight, Tensor? bias, str activation) -> Tensor
 //       act(F.linear(input, weight, bias)): libmlu linear_act (GEMM epilogue).
+//   mlu::linear_residual(Tensor input, Tensor weight, Tensor? bias, Tensor residual, str activation)
+//       -> Tensor
+//       act(F.linear(input, weight, bias) + residual): libmlu linear_residual (the residual
+//       connection's add in the GEMM epilogue; residual broadcasts to the output's shape).
+//   mlu::add_layer_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight,
+//                       Tensor? bias, float eps) -> (Tensor sum, Tensor out)
+//       sum = input + residual, out = F.layer_norm(sum, ...): libmlu add_layer_norm_forward (one
+//       kernel; residual broadcasts to input's shape).
+//   mlu::add_rms_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight,
+//                     float eps) -> (Tensor sum, Tensor out)
+//       sum = input + residual, out = sum * rsqrt(mean(sum^2 over the normalized dims) + eps) *
+//       weight (LLaMA's RMSNorm): libmlu rms_norm_forward with the residual.
+//   mlu::rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> Tensor
+//       the same norm of input alone (libmlu rms_norm_forward, one kernel).
 //   mlu::elementwise(Tensor[] inputs, str program) -> Tensor
 //       one streaming kernel (libmlu elementwise_program) computing `program` over the broadcast
 //       inputs; the result has torch's dtype for the chain of ops the program spells out.
@@ -73,6 +87,7 @@
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/gt.h>
 #include <ATen/ops/hardtanh.h>
+#include <ATen/ops/layer_norm.h>
 #include <ATen/ops/le.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/log.h>
@@ -82,6 +97,7 @@
 #include <ATen/ops/logical_xor.h>
 #include <ATen/ops/lt.h>
 #include <ATen/ops/maximum.h>
+#include <ATen/ops/mean.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ne.h>
@@ -117,6 +133,10 @@ using at::Tensor;
 constexpr const char* kConvBnAct = "mlu::conv_bn_act";
 constexpr const char* kLinearAct = "mlu::linear_act";
 constexpr const char* kElementwise = "mlu::elementwise";
+constexpr const char* kLinearResidual = "mlu::linear_residual";
+constexpr const char* kAddLayerNorm = "mlu::add_layer_norm";
+constexpr const char* kAddRmsNorm = "mlu::add_rms_norm";
+constexpr const char* kRmsNorm = "mlu::rms_norm";
 
 // ---- activations ---------------------------------------------------------------------------------
 
@@ -375,6 +395,165 @@ Tensor cpu_linear_act(const Tensor& x, const Tensor& w, const c10::optional<Tens
   if (has(bias)) b = bias->to(at::kFloat);
   const Tensor y = at::linear(x.to(at::kFloat), w.to(at::kFloat), b);
   return apply_activation(y, act).to(x.scalar_type());
+}
+
+// ---- linear_residual ---------------------------------------------------------------------------------
+
+// The linear's checks plus the residual's: same dtype as input, broadcastable to the output.
+void check_linear_residual(const char* op, const Tensor& x, const Tensor& w, const c10::optional<Tensor>& bias,
+                           const Tensor& residual) {
+  check_linear_act(op, x, w, bias);
+  TORCH_CHECK(residual.scalar_type() == x.scalar_type(), op, ": expected input and residual to have the same dtype, "
+              "but got ", x.scalar_type(), " and ", residual.scalar_type());
+  const std::vector<std::int64_t> out = linear_out_sizes(x, w);
+  TORCH_CHECK(at::is_expandable_to(residual.sizes(), out), op, ": residual of shape ", residual.sizes(),
+              " cannot be broadcast to the linear's output shape ", IntArrayRef(out));
+}
+
+Tensor mlu_linear_residual(const Tensor& x, const Tensor& w, const c10::optional<Tensor>& bias,
+                           const Tensor& residual, c10::string_view activation) {
+  OpScope op(kLinearResidual, x);
+  const mlu::Activation act = parse_activation(op.name(), activation);
+  check_on_device(x, op.device(), op.name(), "input");
+  check_on_device(w, op.device(), op.name(), "weight");
+  check_on_device(residual, op.device(), op.name(), "residual");
+  if (has(bias)) check_on_device(*bias, op.device(), op.name(), "bias");
+  check_linear_residual(op.name(), x, w, bias, residual);
+  Tensor y = empty_on(op.device(), linear_out_sizes(x, w), x.scalar_type());
+  if (y.numel() == 0) return y;
+  TORCH_CHECK_NOT_IMPLEMENTED(x.size(-1) > 0, op.name(), ": in_features = 0 is not supported on device mlu");
+  const Tensor r = residual.expand(y.sizes());
+  const mlu::TensorDesc dx = desc(x, op.name()), dw = desc(w, op.name()), dy = desc(y, op.name());
+  const mlu::TensorDesc dr = desc(r, op.name());
+  mlu::TensorDesc db;
+  if (has(bias)) db = desc(*bias, op.name());
+  std::size_t bytes = 0;
+  op.check(mlu::get_linear_residual_workspace_size(op.handle(), act, dx, dw, has(bias) ? &db : nullptr, dr, dy,
+                                                   &bytes),
+           "get_linear_residual_workspace_size");
+  void* ws = op.workspace(bytes);
+  op.check(mlu::linear_residual(op.handle(), act, dx, x.data_ptr(), dw, w.data_ptr(), has(bias) ? &db : nullptr,
+                                has(bias) ? bias->data_ptr() : nullptr, dr, r.data_ptr(), dy, y.data_ptr(), ws, bytes),
+           "linear_residual");
+  return y;
+}
+
+Tensor cpu_linear_residual(const Tensor& x, const Tensor& w, const c10::optional<Tensor>& bias,
+                           const Tensor& residual, c10::string_view activation) {
+  const mlu::Activation act = parse_activation(kLinearResidual, activation);
+  check_linear_residual(kLinearResidual, x, w, bias, residual);
+  c10::optional<Tensor> b;
+  if (has(bias)) b = bias->to(at::kFloat);
+  const Tensor y = at::add(at::linear(x.to(at::kFloat), w.to(at::kFloat), b), residual.to(at::kFloat));
+  return apply_activation(y, act).to(x.scalar_type());
+}
+
+// ---- add_layer_norm / add_rms_norm -------------------------------------------------------------------
+
+// Shared checks: the normalized shape ends input's shape, weight/bias have it, residual broadcasts
+// to input with its dtype. Returns the normalized ndim.
+int check_add_norm(const char* op, const Tensor& x, const Tensor& residual, IntArrayRef normalized_shape,
+                   const c10::optional<Tensor>& weight, const c10::optional<Tensor>& bias) {
+  const std::int64_t nn = static_cast<std::int64_t>(normalized_shape.size());
+  TORCH_CHECK(nn >= 1 && x.dim() >= nn && x.sizes().slice(x.dim() - nn) == normalized_shape, op,
+              ": normalized_shape ", normalized_shape, " must be non-empty and end input's shape ", x.sizes());
+  TORCH_CHECK_NOT_IMPLEMENTED(floating_conv_dtype(x.scalar_type()) || x.scalar_type() == at::kBFloat16, op,
+                              ": dtype ", x.scalar_type(), " is not supported (float32, float16, bfloat16)");
+  TORCH_CHECK(residual.scalar_type() == x.scalar_type(), op, ": expected input and residual to have the same dtype, "
+              "but got ", x.scalar_type(), " and ", residual.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(residual.sizes(), x.sizes()), op, ": residual of shape ", residual.sizes(),
+              " cannot be broadcast to input's shape ", x.sizes());
+  for (const auto& [t, name] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}})
+    TORCH_CHECK(!has(*t) || (*t)->sizes() == normalized_shape, op, ": expected ", name, " of shape ",
+                normalized_shape, ", got ", (*t)->sizes());
+  return static_cast<int>(nn);
+}
+
+// residual undefined: RMS norm of x alone (no sum: returned undefined).
+std::tuple<Tensor, Tensor> mlu_add_norm(const char* name, bool rms, const Tensor& x, const Tensor& residual,
+                                        IntArrayRef normalized_shape, const c10::optional<Tensor>& weight,
+                                        const c10::optional<Tensor>& bias, double eps) {
+  OpScope op(name, x);
+  const bool add = residual.defined();
+  check_on_device(x, op.device(), op.name(), "input");
+  if (add) check_on_device(residual, op.device(), op.name(), "residual");
+  if (has(weight)) check_on_device(*weight, op.device(), op.name(), "weight");
+  if (has(bias)) check_on_device(*bias, op.device(), op.name(), "bias");
+  const int nn = check_add_norm(op.name(), x, add ? residual : x, normalized_shape, weight, bias);
+  Tensor sum = add ? empty_on(op.device(), x.sizes(), x.scalar_type()) : Tensor();
+  Tensor out = empty_on(op.device(), x.sizes(), x.scalar_type());
+  if (x.numel() == 0) return {sum, out};
+  const Tensor r = add ? residual.expand(x.sizes()) : Tensor();
+  const mlu::TensorDesc dx = desc(x, op.name()), dy = desc(out, op.name());
+  mlu::TensorDesc dr, ds;
+  if (add) dr = desc(r, op.name()), ds = desc(sum, op.name());
+  mlu::TensorDesc dw, db;
+  if (has(weight)) dw = desc(*weight, op.name());
+  if (has(bias)) db = desc(*bias, op.name());
+  const void* wp = has(weight) ? weight->data_ptr() : nullptr;
+  if (rms) {
+    op.check(mlu::rms_norm_forward(op.handle(), nn, eps, dx, x.data_ptr(), add ? &dr : nullptr,
+                                   add ? r.data_ptr() : nullptr, has(weight) ? &dw : nullptr, wp,
+                                   add ? &ds : nullptr, add ? sum.data_ptr() : nullptr, dy, out.data_ptr(), nullptr,
+                                   nullptr),
+             "rms_norm_forward");
+  } else {
+    op.check(mlu::add_layer_norm_forward(op.handle(), nn, eps, dx, x.data_ptr(), dr, r.data_ptr(),
+                                         has(weight) ? &dw : nullptr, wp, has(bias) ? &db : nullptr,
+                                         has(bias) ? bias->data_ptr() : nullptr, &ds, sum.data_ptr(), dy,
+                                         out.data_ptr(), nullptr, nullptr, nullptr, nullptr),
+             "add_layer_norm_forward");
+  }
+  return {sum, out};
+}
+
+std::tuple<Tensor, Tensor> mlu_add_layer_norm(const Tensor& x, const Tensor& residual, IntArrayRef normalized_shape,
+                                              const c10::optional<Tensor>& weight, const c10::optional<Tensor>& bias,
+                                              double eps) {
+  return mlu_add_norm(kAddLayerNorm, false, x, residual, normalized_shape, weight, bias, eps);
+}
+
+std::tuple<Tensor, Tensor> mlu_add_rms_norm(const Tensor& x, const Tensor& residual, IntArrayRef normalized_shape,
+                                            const c10::optional<Tensor>& weight, double eps) {
+  return mlu_add_norm(kAddRmsNorm, true, x, residual, normalized_shape, weight, c10::nullopt, eps);
+}
+
+Tensor mlu_rms_norm(const Tensor& x, IntArrayRef normalized_shape, const c10::optional<Tensor>& weight, double eps) {
+  return std::get<1>(mlu_add_norm(kRmsNorm, true, x, Tensor(), normalized_shape, weight, c10::nullopt, eps));
+}
+
+// CPU references: the add rounded to the dtype (as eager's add), the norm in fp32, one rounding.
+std::tuple<Tensor, Tensor> cpu_add_layer_norm(const Tensor& x, const Tensor& residual, IntArrayRef normalized_shape,
+                                              const c10::optional<Tensor>& weight, const c10::optional<Tensor>& bias,
+                                              double eps) {
+  check_add_norm(kAddLayerNorm, x, residual, normalized_shape, weight, bias);
+  const Tensor sum = at::add(x, residual);
+  const auto f = [](const c10::optional<Tensor>& t) -> c10::optional<Tensor> {
+    if (!has(t)) return c10::nullopt;
+    return t->to(at::kFloat);
+  };
+  const Tensor out = at::layer_norm(sum.to(at::kFloat), normalized_shape, f(weight), f(bias), eps);
+  return {sum, out.to(x.scalar_type())};
+}
+
+Tensor cpu_rms(const Tensor& sum, int nn, const c10::optional<Tensor>& weight, double eps) {
+  const Tensor s = sum.to(at::kFloat);
+  std::vector<std::int64_t> dims;
+  for (int i = 0; i < nn; ++i) dims.push_back(s.dim() - nn + i);
+  Tensor out = at::mul(s, at::rsqrt(at::add(at::mean(at::mul(s, s), dims, /*keepdim=*/true), eps)));
+  if (has(weight)) out = at::mul(out, weight->to(at::kFloat));
+  return out.to(sum.scalar_type());
+}
+
+std::tuple<Tensor, Tensor> cpu_add_rms_norm(const Tensor& x, const Tensor& residual, IntArrayRef normalized_shape,
+                                            const c10::optional<Tensor>& weight, double eps) {
+  const int nn = check_add_norm(kAddRmsNorm, x, residual, normalized_shape, weight, c10::nullopt);
+  const Tensor sum = at::add(x, residual);
+  return {sum, cpu_rms(sum, nn, weight, eps)};
+}
+
+Tensor cpu_rms_norm(const Tensor& x, IntArrayRef normalized_shape, const c10::optional<Tensor>& weight, double eps) {
+  return cpu_rms(x, check_add_norm(kRmsNorm, x, x, normalized_shape, weight, c10::nullopt), weight, eps);
 }
 
 // ---- elementwise programs --------------------------------------------------------------------------
@@ -1041,6 +1220,12 @@ TORCH_LIBRARY(mlu, m) {
         "Tensor? bn_var, float eps, int[2] stride, int[2] padding, int[2] dilation, int groups, str activation) -> "
         "Tensor");
   m.def("linear_act(Tensor input, Tensor weight, Tensor? bias, str activation) -> Tensor");
+  m.def("linear_residual(Tensor input, Tensor weight, Tensor? bias, Tensor residual, str activation) -> Tensor");
+  m.def("add_layer_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, "
+        "float eps) -> (Tensor, Tensor)");
+  m.def("add_rms_norm(Tensor input, Tensor residual, int[] normalized_shape, Tensor? weight, float eps) -> "
+        "(Tensor, Tensor)");
+  m.def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> Tensor");
   m.def("elementwise(Tensor[] inputs, str program) -> Tensor");
   m.def("elementwise_into(Tensor[] inputs, str program, Tensor(a!) out) -> Tensor(a!)");
 }
@@ -1048,6 +1233,10 @@ TORCH_LIBRARY(mlu, m) {
 TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {
   m.impl("conv_bn_act", TORCH_FN(mlu_conv_bn_act));
   m.impl("linear_act", TORCH_FN(mlu_linear_act));
+  m.impl("linear_residual", TORCH_FN(mlu_linear_residual));
+  m.impl("add_layer_norm", TORCH_FN(mlu_add_layer_norm));
+  m.impl("add_rms_norm", TORCH_FN(mlu_add_rms_norm));
+  m.impl("rms_norm", TORCH_FN(mlu_rms_norm));
   m.impl("elementwise", TORCH_FN(mlu_elementwise));
   m.impl("elementwise_into", TORCH_FN(mlu_elementwise_into));
 }
@@ -1055,6 +1244,10 @@ TORCH_LIBRARY_IMPL(mlu, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(mlu, CPU, m) {
   m.impl("conv_bn_act", TORCH_FN(cpu_conv_bn_act));
   m.impl("linear_act", TORCH_FN(cpu_linear_act));
+  m.impl("linear_residual", TORCH_FN(cpu_linear_residual));
+  m.impl("add_layer_norm", TORCH_FN(cpu_add_layer_norm));
+  m.impl("add_rms_norm", TORCH_FN(cpu_add_rms_norm));
+  m.impl("rms_norm", TORCH_FN(cpu_rms_norm));
   m.impl("elementwise", TORCH_FN(cpu_elementwise));
   m.impl("elementwise_into", TORCH_FN(cpu_elementwise_into));
 }
@@ -1062,6 +1255,10 @@ TORCH_LIBRARY_IMPL(mlu, CPU, m) {
 TORCH_LIBRARY_IMPL(mlu, Autograd, m) {
   m.impl("conv_bn_act", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
   m.impl("linear_act", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
+  m.impl("linear_residual", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
+  m.impl("add_layer_norm", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
+  m.impl("add_rms_norm", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
+  m.impl("rms_norm", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
   m.impl("elementwise", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
   m.impl("elementwise_into", torch::CppFunction::makeFromBoxedFunction<&inference_only>());
 }
