@@ -127,6 +127,15 @@ def test_rounding_ties_specials_and_large_values(dev, fn):
     check(fn, h, rtol=0, atol=0, grad=False)
 
 
+@pytest.mark.parametrize("decimals", [1, 3, -2, 40])
+def test_round_to_decimals_as_the_cpu(dev, decimals):
+    # x * 10^d rounded half to even in fp32, then / 10^d (torch's order; 10^40 is inf in fp32: NaN).
+    x = torch.cat([torch.tensor([0.25, 0.35, -1.005, 125.0, -150.0, 1e30, 0.0, float("nan"), float("inf")]),
+                   special()[6:] * 37])
+    check(lambda t: torch.round(t, decimals=decimals), x, rtol=0, atol=0, grad=False)
+    check(lambda t: torch.round(t, decimals=decimals), x[:8].half(), rtol=0, atol=0, grad=False)
+
+
 @pytest.mark.parametrize("fn", [torch.exp2, torch.log2, torch.log10, torch.expm1, torch.log1p, torch.sinh, torch.cosh,
                                 torch.asinh, torch.acosh, torch.atanh, F.logsigmoid], ids=lambda f: f.__name__)
 def test_exponentials_and_hyperbolics(dev, fn):

@@ -10,7 +10,8 @@
 //   sign (and sgn of real tensors), isnan, nan_to_num, xlogy.Tensor, logit / logit_backward
 //   mse_loss, smooth_l1_loss, huber_loss and their backwards (reduction none / mean / sum)
 //   round (half to even), floor, ceil, trunc, frac    from the float->int32 cast (truncating), exact
-//                                            below 2^23 (fp16: 2^10); larger values are integers
+//                                            below 2^23 (fp16: 2^10); larger values are integers;
+//                                            round(decimals): x * 10^d rounded, / 10^d (torch's order)
 //   exp2, log2, log10, expm1, log1p          exp/log with a constant; expm1/log1p by their cubic
 //                                            Taylor polynomial for |x| < 1e-3 (no cancellation)
 //   sinh, cosh, asinh, acosh, atanh, hypot, heaviside, log_sigmoid (+ backward)
@@ -22,7 +23,8 @@
 //   (quotient by the truncating int32 cast)
 //   _prelu_kernel (+ backward), binary_cross_entropy (+ backward)
 //   addr: beta * self + (alpha * vec1) * vec2, each step rounded to the dtype (torch's addr_kernel)
-//   lgamma, digamma, polygamma (n = 0, 1): reflection, shift and asymptotic series; erfinv (Giles)
+//   lgamma, digamma, polygamma (n = 0, 1): reflection, shift and asymptotic series; erfinv (Giles);
+//                                            polygamma n >= 2 by Hurwitz zeta (special_ops.cpp)
 //   linspace, logspace: a program over arange (torch's two-sided formula, fp32)
 //   uniform_, normal_ (+ normal with tensor mean/std), log_normal_, exponential_, cauchy_, geometric_,
 //   random_ (from/to), bernoulli_(p tensor): libmlu random_uniform and one program (see below)
@@ -54,6 +56,7 @@
 #include "mlusim/mlu/random.h"
 #include "ops/op_support.h"
 #include "ops/rounded_division.h"
+#include "ops/special_functions.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -261,20 +264,24 @@ Tensor& mlu_logit_backward_out(const Tensor& grad, const Tensor& self, std::opti
 // is below the dtype's first integer-only magnitude (fp32 2^23, fp16 2^10), beyond which every
 // value is already an integer and passes through (as do NaN and inf).
 std::string integer_limit(const Tensor& self) { return self.scalar_type() == at::kHalf ? "1024.0" : "8388608.0"; }
-std::string trunc_of(const std::string& x, const Tensor& self) {
-  return "where(lt(abs(" + x + "), " + integer_limit(self) + "), cast_like(cast(" + x + ", i32), " + x + "), " + x + ")";
+std::string trunc_below(const std::string& x, const std::string& limit) {
+  return "where(lt(abs(" + x + "), " + limit + "), cast_like(cast(" + x + ", i32), " + x + "), " + x + ")";
 }
+std::string trunc_of(const std::string& x, const Tensor& self) { return trunc_below(x, integer_limit(self)); }
 MLUSIM_UNARY_PROGRAM(trunc, "trunc", trunc_of("$0", self))
 MLUSIM_UNARY_PROGRAM(floor, "floor", "t = " + trunc_of("$0", self) + "; sub(t, cast_like(gt(t, $0), $0))")
 MLUSIM_UNARY_PROGRAM(ceil, "ceil", "t = " + trunc_of("$0", self) + "; add(t, cast_like(lt(t, $0), $0))")
 MLUSIM_UNARY_PROGRAM(frac, "frac", "sub($0, " + trunc_of("$0", self) + ")")
 // round half to even: f = floor(x + 1/2); at a tie (f - x == 1/2) an odd f steps down by one.
-// x + 1/2 is exact below the integer-only magnitude; beyond it x passes through.
-MLUSIM_UNARY_PROGRAM(round, "round",
-                     "h = add($0, 0.5); ht = " + trunc_of("h", self) + "; f = sub(ht, cast_like(gt(ht, h), h)); "
-                     "q = mul(f, 0.5); odd = ne(q, " + trunc_of("q", self) + "); "
-                     "r = where(logical_and(eq(sub(f, $0), 0.5), odd), sub(f, 1.0), f); "
-                     "where(lt(abs($0), " + integer_limit(self) + "), r, $0)")
+// x + 1/2 is exact below the integer-only magnitude `limit`; beyond it x passes through. Statements
+// that set `out` to x rounded.
+std::string round_statements(const std::string& x, const std::string& limit, const std::string& out) {
+  return "h = add(" + x + ", 0.5); ht = " + trunc_below("h", limit) + "; f = sub(ht, cast_like(gt(ht, h), h)); "
+         "q = mul(f, 0.5); odd = ne(q, " + trunc_below("q", limit) + "); "
+         "r = where(logical_and(eq(sub(f, " + x + "), 0.5), odd), sub(f, 1.0), f); " +
+         out + " = where(lt(abs(" + x + "), " + limit + "), r, " + x + "); ";
+}
+MLUSIM_UNARY_PROGRAM(round, "round", round_statements("$0", integer_limit(self), "y") + "y")
 
 MLUSIM_UNARY_PROGRAM(exp2, "exp2", "exp(mul($0, 0.69314718055994531))")
 MLUSIM_UNARY_PROGRAM(log2, "log2", "mul(log($0), 1.4426950408889634)")
@@ -302,6 +309,26 @@ MLUSIM_UNARY_PROGRAM(atanh, "atanh",
                      "where(lt(abs($0), 0.001), mul($0, add(1.0, mul(mul($0, $0), 0.33333333333333333))), "
                      "mul(log(div(add(1.0, $0), sub(1.0, $0))), 0.5))")
 #undef MLUSIM_UNARY_PROGRAM
+
+// round(x, decimals) as torch's round_decimals_kernel: nearbyint(x * 10^d) / 10^d, or for d < 0
+// nearbyint(x / 10^-d) * 10^-d, with 10^|d| and the steps in fp32 (opmath; fp16 rounds once at the end).
+Tensor mlu_round_decimals(const Tensor& self, int64_t decimals) {
+  if (decimals == 0) return mlu_round(self);
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "aten::round.decimals: dtype ",
+                              self.scalar_type(), " is not supported (torch rounds floating tensors to decimals)");
+  const std::string ten = lit(static_cast<double>(static_cast<float>(std::pow(10.0, std::abs(static_cast<double>(decimals))))));
+  const bool negative = decimals < 0;
+  return program("aten::round", {self},
+                 "s = " + std::string(negative ? "div" : "mul") + "(cast($0, f32), " + ten + "); " +
+                     round_statements("s", "8388608.0", "y") + "cast_like(" + (negative ? "mul" : "div") + "(y, " + ten +
+                     "), $0)");
+}
+Tensor& mlu_round_decimals_out(const Tensor& self, int64_t decimals, Tensor& out) {
+  return write_out(mlu_round_decimals(self, decimals), out, "aten::round");
+}
+Tensor& mlu_round_decimals_(Tensor& self, int64_t decimals) {
+  return write_out(mlu_round_decimals(self, decimals), self, "aten::round");
+}
 
 Tensor mlu_hypot(const Tensor& self, const Tensor& other) {
   return program("aten::hypot", {self, other}, "sqrt(add(mul($0, $0), mul($1, $1)))");
@@ -801,8 +828,7 @@ Tensor& mlu_digamma_out(const Tensor& self, Tensor& out) { return write_out(mlu_
 Tensor& mlu_digamma_(Tensor& self) { return write_out(mlu_digamma(self), self, "aten::digamma"); }
 Tensor mlu_polygamma(int64_t n, const Tensor& self) {
   TORCH_CHECK(n >= 0, "aten::polygamma: n must be non-negative, got ", n);
-  TORCH_CHECK_NOT_IMPLEMENTED(n <= 1, "aten::polygamma: order n = ", n, " is not supported on device mlu "
-                              "(n = 0: digamma, n = 1: trigamma)");
+  if (n >= 2) return polygamma_by_zeta(n, self);
   if (n == 0) return mlu_digamma(self);
   return program("aten::polygamma", {float_input(self)}, trigamma_text());
 }
@@ -1114,6 +1140,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl(#fn ".out", TORCH_FN(mlu_##fn##_out)); \
   m.impl(#fn "_", TORCH_FN(mlu_##fn##_));
   MLUSIM_REGISTER_UNARY(round)
+  m.impl("round.decimals", TORCH_FN(mlu_round_decimals));
+  m.impl("round.decimals_out", TORCH_FN(mlu_round_decimals_out));
+  m.impl("round_.decimals", TORCH_FN(mlu_round_decimals_));
   MLUSIM_REGISTER_UNARY(floor)
   MLUSIM_REGISTER_UNARY(ceil)
   MLUSIM_REGISTER_UNARY(trunc)
