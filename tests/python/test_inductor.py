@@ -268,6 +268,28 @@ def test_cpu_scalar_tensors_with_device_tensors_run_on_the_device(dev):
     torch.testing.assert_close(torch.compile(scalar_first)(n, x.to(dev)).cpu(), scalar_first(n, x))
 
 
+def test_decomposed_silu_goes_into_the_gemm_epilogue(dev):
+    """Inductor decomposes aten.silu before the post-grad passes (into x / (1 + exp(-x))): a linear
+    then SiLU on a 3-D input (LLaMA's gate projection) is still one mlu::linear_act launch, within
+    fp32 tolerance of the CPU."""
+    from torch_mlu.inductor_passes import epilogue_matches
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.SiLU()).eval()
+    x = torch.randn(2, 3, 16)
+    with torch.no_grad():
+        ref = model(x)
+        model.to(dev)
+        start = len(epilogue_matches)
+        compiled = torch.compile(model)
+        compiled(x.to(dev))
+        out, launches = kernel_launches(compiled, x.to(dev))
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-4, atol=1e-5)
+    assert epilogue_matches[start]["linear_act"] == 1, epilogue_matches[start]
+    ops = {o["name"]: o["calls"] for o in torch_mlu.cycle_report(format="json")["ops"]}
+    assert launches == 1 and ops == {"mlu::linear_act": 1}, (launches, ops)
+
+
 class _ResidualBlock(torch.nn.Module):
     """The residual patterns of the transformer blocks in bench/compile_models.py, small: a BERT
     post-norm (LayerNorm(dense(x) + x)), a GPT-2 Conv1D (addmm(b, x, W).view + h), LLaMA's

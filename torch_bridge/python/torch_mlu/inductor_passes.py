@@ -38,8 +38,13 @@ pass, torch_mlu/inductor.py), before Inductor lowers it:
   add_layer_norm (the epilogue's extra read costs about 2.6 k cycles per GEMM, the add kernel it
   replaces 4.7 k; add_layer_norm saves about 2 k of an add's plus a norm's 9.3 k).
 
-act: relu, relu6 (hardtanh(0, 6)), gelu (both approximations), sigmoid, tanh, or none for the
-conv + batch norm pair. A match needs the GEMM/convolution (and batch norm) result to have no other
+act: relu, relu6 (hardtanh(0, 6)), gelu (both approximations), sigmoid, tanh, silu, or none for
+the conv + batch norm pair. Inductor decomposes aten.silu before this pass runs (into
+``x / (1 + exp(-x))``), so silu is matched in that form too, and as ``x * sigmoid(x)``: both x the
+same node, the inner nodes read by the silu only (_decomposed_silu). In LLaMA's MLP this moves the
+silu into the gate GEMM's epilogue but saves no kernel: Inductor had fused the decomposed silu into
+the ``silu(gate) * up`` pointwise kernel, which stays (bench/compile_models.py, LLaMA layer,
+mlu370-x4: compiled/eager cycles 481410 -> 481314, 0.878 both). A match needs the GEMM/convolution (and batch norm) result to have no other
 user: a value saved for a backward graph or read elsewhere keeps the unfused form. Training
 graphs therefore fuse nothing (their activations' inputs are saved for the backward); the fused
 ops have no backward. New nodes carry FakeTensor metadata from the fused ops' fake kernels.
@@ -63,8 +68,10 @@ def _activation(node):
     if node.op != "call_function":
         return None
     t = node.target
-    if t in (aten.relu.default, aten.sigmoid.default, aten.tanh.default):
-        return {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh"}[t]
+    names = {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
+             aten.silu.default: "silu"}
+    if t in names:
+        return names[t]
     if t == aten.gelu.default:
         approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
         return {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
@@ -79,7 +86,54 @@ _VIEWS = (aten.view.default, aten.reshape.default, aten._unsafe_view.default)
 
 
 def _only_user(node, user):
-    return len(node.users) == 1 and next(iter(node.users)) is user
+    """node's users are exactly `user`: one node, or the set of nodes one activation reads node
+    with (the decomposed SiLU reads its input twice)."""
+    return set(node.users) == (user if isinstance(user, (set, frozenset)) else {user})
+
+
+def _is_one(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 1
+
+
+def _decomposed_silu(node):
+    """(x, reads of x, inner nodes) when node computes silu(x) = x * sigmoid(x) in a form Inductor
+    leaves in the post-grad graph, with both x the same node and every inner node read by this
+    silu only: Inductor decomposes aten.silu before the post-grad passes into
+    ``div(x, add(exp(neg(x)), 1))`` (torch/_inductor/decomposition.py, x / (1 + exp(-x))); ATen's
+    own decomposition is ``mul(x, sigmoid(x))``. Mathematically silu both; else None."""
+    if node.op != "call_function" or len(node.args) != 2 or node.kwargs:
+        return None
+    a, b = node.args
+    if node.target == aten.div.Tensor and isinstance(b, torch.fx.Node):
+        add = b
+        if (add.op != "call_function" or add.target != aten.add.Tensor or not _only_user(add, node)
+                or add.kwargs.get("alpha", 1) != 1 or len(add.args) != 2):
+            return None
+        exp = add.args[0] if _is_one(add.args[1]) else add.args[1] if _is_one(add.args[0]) else None
+        if (not isinstance(exp, torch.fx.Node) or exp.op != "call_function" or exp.target != aten.exp.default
+                or not _only_user(exp, add)):
+            return None
+        neg = exp.args[0]
+        if (not isinstance(neg, torch.fx.Node) or neg.op != "call_function" or neg.target != aten.neg.default
+                or not _only_user(neg, exp) or neg.args[0] is not a):
+            return None
+        return a, {neg, node}, (add, exp, neg)
+    if node.target == aten.mul.Tensor:
+        for x, sig in ((a, b), (b, a)):
+            if (isinstance(sig, torch.fx.Node) and sig.op == "call_function" and sig.target == aten.sigmoid.default
+                    and sig.args[0] is x and _only_user(sig, node)):
+                return x, {sig, node}, (sig,)
+    return None
+
+
+def _activation_use(node):
+    """(act, x, reads of x, inner nodes) when node is the last node of an activation of x that the
+    fused kernels apply: an ATen activation op, or a decomposed silu (its inner nodes die with it)."""
+    act = _activation(node)
+    if act is not None:
+        return act, node.args[0], {node}, ()
+    silu = _decomposed_silu(node)
+    return None if silu is None else ("silu", *silu)
 
 
 def _transposed_weight(node):
@@ -142,6 +196,13 @@ def _replace(graph, old, target, args):
     new.meta["val"] = target(*[a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args])
     old.replace_all_uses_with(new)
     return new
+
+
+def _erase(graph, act_node, inner):
+    """Drops a replaced activation's last node and its inner nodes (last first), so that the
+    later matches count the fused GEMM's input's users without them."""
+    for n in (act_node, *inner):
+        graph.erase_node(n)
 
 
 def _device_of(node):
@@ -342,17 +403,20 @@ def fuse_epilogues(gm):
     fake_mode = detect_fake_mode([n.meta.get("val") for n in graph.nodes if "val" in n.meta])
     with fake_mode if fake_mode is not None else torch._subclasses.fake_tensor.unset_fake_temporarily():
         for node in list(graph.nodes):
-            act = _activation(node)
-            if act is not None:
-                src = node.args[0]
-                lin = _linear(node, src)
+            use = _activation_use(node)
+            if use is not None:
+                act, src, reads, inner = use
+                if not isinstance(src, torch.fx.Node):
+                    continue
+                lin = _linear(reads, src)
                 if lin is not None and src.meta["val"].device.type == "mlu":
                     _replace(graph, node, torch.ops.mlu.linear_act.default, (*lin, act))
+                    _erase(graph, node, inner)
                     counts["linear_act"] += 1
                     continue
                 # A linear on a 3-D input: view(addmm(...)) feeds the activation. The activation
                 # commutes with the view: view(linear_act(...)).
-                if (src.op == "call_function" and src.target in _VIEWS and _only_user(src, node)
+                if (src.op == "call_function" and src.target in _VIEWS and _only_user(src, reads)
                         and isinstance(src.args[0], torch.fx.Node)):
                     lin = _linear(src, src.args[0])
                     if lin is not None and src.meta["val"].device.type == "mlu":
@@ -363,15 +427,17 @@ def fuse_epilogues(gm):
                             viewed = graph.call_function(src.target, (fused, *src.args[1:]), dict(src.kwargs))
                             viewed.meta["val"] = src.target(fused.meta["val"], *src.args[1:], **src.kwargs)
                         node.replace_all_uses_with(viewed)
+                        _erase(graph, node, inner)
                         counts["linear_act"] += 1
                         continue
-                bn = _batch_norm(node, src)
-                conv = _conv(node, src) if bn is None else bn[0]
+                bn = _batch_norm(reads, src)
+                conv = _conv(reads, src) if bn is None else bn[0]
                 if conv is not None and src.meta["val"].device.type == "mlu":
                     x, w, b, stride, padding, dilation, groups = conv
                     bw, bb, mean, var, eps = bn[1] if bn else (None, None, None, None, 0.0)
                     _replace(graph, node, torch.ops.mlu.conv_bn_act.default,
                              (x, w, b, bw, bb, mean, var, eps, stride, padding, dilation, groups, act))
+                    _erase(graph, node, inner)
                     counts["conv_bn_act"] += 1
                     continue
             elif (node.op == "call_function" and node.target == operator.getitem and node.args[1] == 0
@@ -379,8 +445,9 @@ def fuse_epilogues(gm):
                 # A batch norm without an activation (one followed by an activation is matched at
                 # the activation, later in topological order).
                 parent = node.args[0]
-                users = list(node.users)
-                if len(users) == 1 and _activation(users[0]) is not None:
+                users = set(node.users)
+                if any((u := _activation_use(user)) is not None and u[1] is node and u[2] == users
+                       for user in users):
                     continue
                 if (parent.op == "call_function"
                         and parent.target == aten._native_batch_norm_legit_no_training.default
