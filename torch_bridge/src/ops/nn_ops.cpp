@@ -112,9 +112,13 @@ void softmax_run(OpScope& op, mlu::SoftmaxMode mode, const Tensor& self, int64_t
            mode == mlu::SoftmaxMode::kSoftmax ? "softmax_forward" : "softmax_forward (log)");
 }
 
+// float64 (softmax(x, dtype=torch.float64)): narrowed to float32 with a range check, computed in
+// float32 and written back as float64 (narrow_float64, op_support.h).
 template <mlu::SoftmaxMode kMode>
 Tensor mlu_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   constexpr const char* name = kMode == mlu::SoftmaxMode::kSoftmax ? "aten::_softmax" : "aten::_log_softmax";
+  if (self.scalar_type() == at::kDouble && !half_to_float)
+    return mlu_softmax<kMode>(narrow_float64(self, name), dim, false).to(at::kDouble);
   OpScope op(name, self);
   const ScalarType dt = softmax_out_dtype(self, half_to_float, name);
   wrap_dim(dim, self.dim(), name);
@@ -126,6 +130,7 @@ Tensor mlu_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
 template <mlu::SoftmaxMode kMode>
 Tensor& mlu_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
   constexpr const char* name = kMode == mlu::SoftmaxMode::kSoftmax ? "aten::_softmax.out" : "aten::_log_softmax.out";
+  if (self.scalar_type() == at::kDouble && !half_to_float) return write_out(mlu_softmax<kMode>(self, dim, false), out, name);
   OpScope op(name, self);
   const ScalarType dt = softmax_out_dtype(self, half_to_float, name);
   wrap_dim(dim, self.dim(), name);

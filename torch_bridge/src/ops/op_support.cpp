@@ -7,6 +7,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/any.h>
 #include <mlusim_ext.h>
 
 #include "backend/internal.h"
@@ -214,6 +215,22 @@ void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst) {
   if (dst.numel() == 0) return;
   op.check(mlu::copy_strided(op.handle(), desc(src, op.name()), src.data_ptr(), desc(dst, op.name()), dst.data_ptr()),
            "copy_strided");
+}
+
+at::Tensor narrow_float64(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(t.scalar_type() == at::kDouble, op, ": narrow_float64 takes a float64 tensor, got ", t.scalar_type());
+  const at::Tensor narrowed = t.to(at::kFloat);  // libmlu copy_strided: round to nearest, overflow to inf
+  if (t.numel() == 0) return narrowed;
+  // The range check on the float64 bits (the VFU has no fp64 compare): a float32 inf whose source
+  // was not inf (high word & 0x7fffffff = 0x7ff00000 and low word 0) overflowed.
+  const at::Tensor words = t.contiguous().view(at::kInt).view({-1, 2});  // little endian: low, high
+  const at::Tensor overflow = run_elementwise_program(
+      {narrowed.reshape({-1}), words.select(1, 1), words.select(1, 0)},
+      "h = where(lt($1, 0), add(add($1, 1073741824), 1073741824), $1); "
+      "logical_and(eq(abs($0), inf), logical_not(logical_and(eq(h, 2146435072), eq($2, 0))))");
+  TORCH_CHECK_VALUE(!at::any(overflow).item<bool>(), op, ": a float64 value lies beyond float32's range (about 3.4e38); "
+                    "the device computes float64 in float32 (its VFU has no fp64 arithmetic)");
+  return narrowed;
 }
 
 }  // namespace mlusim::bridge::ops

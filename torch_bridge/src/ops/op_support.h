@@ -107,6 +107,13 @@ at::Tensor& write_out(const at::Tensor& result, at::Tensor& out, const char* op)
 // dst's dims) inside `op`'s scope; nothing for an empty dst.
 void copy_into(OpScope& op, const at::Tensor& src, const at::Tensor& dst);
 
+// float64 on a device whose VFU computes no fp64 (as int64 is narrowed to int32): `t` (float64)
+// copied to float32 on the device, with a range check: a finite value beyond float32's range (it
+// would become inf) raises a ValueError naming `op`. Precision is then float32's (relative 6e-8;
+// magnitudes below 1.4e-45 become 0). Ops that take float64 this way compute in float32 and write
+// the result back as float64.
+at::Tensor narrow_float64(const at::Tensor& t, const char* op);
+
 // One libmlu elementwise program (fused_ops.cpp: the format of torch.ops.mlu.elementwise) over the
 // broadcast inputs: one streaming VFU kernel, the result in torch's dtype for the chain. Ops that
 // are a short chain of elementwise steps (program_ops.cpp) compute through it.
