@@ -117,3 +117,14 @@ def test_repeat_interleave_renorm_rrelu(dev):
     assert slope[neg].min() >= 0.1 and slope[neg].max() <= 0.3 and slope[neg].std() > 0.02
     out.sum().backward()
     torch.testing.assert_close(zd.grad.cpu(), slope)
+
+
+def test_histc(dev):
+    x = torch.randn(300, generator=torch.Generator().manual_seed(8)) * 2
+    x[0], x[1], x[2] = 1.0, float("nan"), -1.0  # the edges themselves (max lands in the last bin), NaN not counted
+    for bins, lo, hi in ((10, -1.0, 1.0), (1, -5.0, 5.0), (13, 0.3, 2.9)):
+        same(torch.histc(x.to(DEV), bins, lo, hi), torch.histc(x, bins, lo, hi))
+    same(torch.histc(x[3:].to(DEV), 7), torch.histc(x[3:], 7))  # the data's own range
+    same(torch.histc(torch.full((4,), 2.5).to(DEV), 4), torch.histc(torch.full((4,), 2.5), 4))
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        torch.histc(x.to(DEV), 5, 2.0, 1.0)

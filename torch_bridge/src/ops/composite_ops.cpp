@@ -32,6 +32,7 @@
 //   reflection_pad / replication_pad 1d-3d (+ backward) = index_select per padded dim with the
 //     source index of each output position (index_add back)  [ReflectionPad.cu, ReplicationPadding.cu]
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <string>
@@ -73,6 +74,7 @@
 #include <ATen/ops/leaky_relu.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/min.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
@@ -411,6 +413,49 @@ Tensor& mlu_rrelu_with_noise_(Tensor& self, Tensor& noise, const c10::Scalar& lo
                               bool training, std::optional<at::Generator> generator) {
   return write_out(mlu_rrelu_with_noise(self, noise, lower, upper, training, generator), self,
                    "aten::rrelu_with_noise_");
+}
+
+// histc (float32): torch's linear histogram (Histogram.cpp / HistogramKernel.cpp): edges min, max
+// (the data's aminmax when min == max, widened by 1 each way if still equal), bin =
+// trunc((x - min) bins / (max - min)) in fp32 as the CPU computes it, x == max in the last bin, x
+// outside [min, max] or NaN not counted; the counts by scatter_add of ones (exact below 2^24).
+Tensor mlu_histc(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max) {
+  const char* name = "aten::histc";
+  OpScope op(name, self);
+  TORCH_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins, " for dimension 0");
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() == at::kFloat, name, ": dtype ", self.scalar_type(),
+                              " is not supported on device mlu (float32; torch's float16 kernel rounds each step)");
+  double lo = min.toDouble(), hi = max.toDouble();
+  if (lo == hi && self.numel() > 0) {  // one read of the data's range, as the CPU's aminmax
+    const auto [mn, mx] = mlu_aminmax(self, std::nullopt, false);
+    lo = mn.item<double>();
+    hi = mx.item<double>();
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  TORCH_CHECK(!(std::isinf(lo) || std::isinf(hi) || std::isnan(lo) || std::isnan(hi)), "torch.histc: range of [", lo,
+              ", ", hi, "] is not finite");
+  TORCH_CHECK(lo < hi, "torch.histc: max must be larger than min");
+  Tensor counts = at::zeros({bins + 1}, self.options());
+  if (self.numel() > 0) {
+    const float l = static_cast<float>(lo), h = static_cast<float>(hi), width = h - l;  // fp32, as the CPU's edges
+    auto f = [](float v) {  // a float literal that reads back as v
+      std::string t = c10::str(std::setprecision(9), v);
+      return t.find_first_of(".en") == std::string::npos ? t + ".0" : t;
+    };
+    const std::string b = std::to_string(bins);
+    const Tensor bin = run_elementwise_program(
+        {self.reshape({-1})}, "x = $0; p = cast(div(mul(sub(x, " + f(l) + "), " + b + ".0), " + f(width) +
+                                  "), i32); v = logical_and(ge(x, " + f(l) + "), le(x, " + f(h) + ")); cast(where(v, minimum(p, " +
+                                  std::to_string(bins - 1) + "), " + b + "), i64)");
+    counts = counts.scatter_add(0, bin, at::ones({self.numel()}, self.options()));
+  }
+  return counts.narrow(0, 0, bins).contiguous();
+}
+Tensor& mlu_histc_out(const Tensor& self, int64_t bins, const c10::Scalar& min, const c10::Scalar& max, Tensor& out) {
+  return write_out(mlu_histc(self, bins, min, max), out, "aten::histc");
 }
 
 // ---- linalg_cross ------------------------------------------------------------------------------------
@@ -776,6 +821,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_reduce.out", TORCH_FN(mlu_index_reduce_out));
   m.impl("index_reduce_", TORCH_FN(mlu_index_reduce_));
   m.impl("repeat_interleave.Tensor", TORCH_FN(mlu_repeat_interleave));
+  m.impl("histc", TORCH_FN(mlu_histc));
+  m.impl("histc.out", TORCH_FN(mlu_histc_out));
   m.impl("renorm", TORCH_FN(mlu_renorm));
   m.impl("renorm.out", TORCH_FN(mlu_renorm_out));
   m.impl("renorm_", TORCH_FN(mlu_renorm_));

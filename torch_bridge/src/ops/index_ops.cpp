@@ -107,7 +107,8 @@ Tensor& index_select_out(const Tensor& self, std::int64_t dim, const Tensor& ind
 Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Tensor& index, Tensor& out, bool allocate) {
   const char* name = op.name();
   check_on_device(index, op.device(), name, "index");
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+  // An empty index of any dtype is allowed (torch checks the dtype only when there are indices).
+  TORCH_CHECK(index.numel() == 0 || index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
               "gather(): Expected dtype int32/int64 for index");
   if (!allocate) check_out_dtype(out, self.scalar_type(), name);
   dim = wrap_dim(dim, self.dim(), name);
