@@ -360,6 +360,18 @@ TEST_F(LinalgTest, RefusesWhatItCannotDo) {
   EXPECT_EQ(triangular_solve(&h(), a, p, Triangle::kLower, false, b, p, b, p), Status::kBadParam);
 }
 
+TEST_F(LinalgTest, AFlippedDmaBitChangesTheResults) {
+  // Results come out of the simulated memories: a flipped bit in the matrix's load changes them.
+  // (Later DMAs include the NRAM column gathers of the pivot search, whose flipped low bits may
+  // legitimately pick the same pivot.)
+  const std::int64_t n = 5;
+  const auto a = random<float>(n * n, 13);
+  const Lu clean = lu(a, 1, n, n);
+  ASSERT_EQ(mlusimInjectDmaBitFlip(0, 1), cnrtSuccess);
+  const Lu hit = lu(a, 1, n, n);
+  EXPECT_NE(hit.lu, clean.lu);
+}
+
 TEST_F(LinalgTest, VfuWorkFollowsThePlanAndNotTheValues) {
   const std::int64_t n = 6;
   auto run = [&](const std::vector<float>& a) {
