@@ -3,6 +3,7 @@
 through AOTAutograd, graph breaks, dynamic shapes, random numbers, and no CPU fallback."""
 
 import copy
+import math
 
 import pytest
 import torch
@@ -268,14 +269,31 @@ def test_cpu_scalar_tensors_with_device_tensors_run_on_the_device(dev):
     torch.testing.assert_close(torch.compile(scalar_first)(n, x.to(dev)).cpu(), scalar_first(n, x))
 
 
-def test_decomposed_silu_goes_into_the_gemm_epilogue(dev):
-    """Inductor decomposes aten.silu before the post-grad passes (into x / (1 + exp(-x))): a linear
-    then SiLU on a 3-D input (LLaMA's gate projection) is still one mlu::linear_act launch, within
-    fp32 tolerance of the CPU."""
+class _Conv1DNewGelu(torch.nn.Module):
+    """GPT-2's MLP input: a Conv1D (addmm with a [in, out] weight) then gelu_new, the tanh GELU
+    written out (transformers' NewGELUActivation)."""
+
+    def __init__(self, d_in=16, d_out=24):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(d_in, d_out) / d_in ** 0.5)
+        self.bias = torch.nn.Parameter(torch.randn(d_out))
+
+    def forward(self, x):
+        h = torch.addmm(self.bias, x.view(-1, x.shape[-1]), self.weight).view(*x.shape[:-1], -1)
+        return 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+
+
+@pytest.mark.parametrize("name", ["linear_silu", "conv1d_gelu_new"])
+def test_decomposed_activations_go_into_the_gemm_epilogue(dev, name):
+    """Activations the post-grad graph holds as arithmetic still go into the GEMM epilogue: SiLU,
+    which Inductor decomposes into x / (1 + exp(-x)) (LLaMA's gate projection, a 3-D input), and
+    GPT-2's gelu_new written out after its Conv1D: one mlu::linear_act launch each, within fp32
+    tolerance of the CPU."""
     from torch_mlu.inductor_passes import epilogue_matches
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.SiLU()).eval()
+    model = (torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.SiLU()) if name == "linear_silu"
+             else _Conv1DNewGelu()).eval()
     x = torch.randn(2, 3, 16)
     with torch.no_grad():
         ref = model(x)

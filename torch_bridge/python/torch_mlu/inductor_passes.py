@@ -13,7 +13,8 @@ pass, torch_mlu/inductor.py), before Inductor lowers it:
   of its GPU types: ``cpu_scalar * x`` would become a CPU kernel reading device memory. A
   constructor whose every user is on mlu is built on mlu instead; any other such tensor gets one
   ``prims.device_put`` to mlu (a host-to-device copy of one element) that the mlu users read.
-- ``act(addmm(bias, x, permute(w, [1, 0])))`` and ``act(mm(x, permute(w, [1, 0])))`` ->
+- ``act(addmm(bias, x, w2))`` and ``act(mm(x, w2))`` (view optional; ``w2`` F.linear's
+  ``permute(w, [1, 0])`` or any 2-D matrix, e.g. GPT-2's Conv1D weight) ->
   ``mlu::linear_act(x, w, bias, act)``: one GEMM whose epilogue adds the bias and applies the
   activation before its one store (libmlu linear_act), instead of a GEMM plus a kernel.
 - ``act(_native_batch_norm_legit_no_training(convolution(x, w, b, ...))[0])`` (and a convolution
@@ -44,7 +45,10 @@ the conv + batch norm pair. Inductor decomposes aten.silu before this pass runs 
 same node, the inner nodes read by the silu only (_decomposed_silu). In LLaMA's MLP this moves the
 silu into the gate GEMM's epilogue but saves no kernel: Inductor had fused the decomposed silu into
 the ``silu(gate) * up`` pointwise kernel, which stays (bench/compile_models.py, LLaMA layer,
-mlu370-x4: compiled/eager cycles 481410 -> 481314, 0.878 both). A match needs the GEMM/convolution (and batch norm) result to have no other
+mlu370-x4: compiled/eager cycles 481410 -> 481314, 0.878 both). GPT-2's gelu_new, the tanh GELU
+written out in Python, is matched as gelu_tanh (_written_out_gelu_tanh: the same constants, the
+same x): its Conv1D and gelu become one kernel (GPT-2 block, compiled/eager 0.738 -> 0.715,
+launches 9 -> 8). A match needs the GEMM/convolution (and batch norm) result to have no other
 user: a value saved for a backward graph or read elsewhere keeps the unfused form. Training
 graphs therefore fuse nothing (their activations' inputs are saved for the backward); the fused
 ops have no backward. New nodes carry FakeTensor metadata from the fused ops' fake kernels.
@@ -126,6 +130,52 @@ def _decomposed_silu(node):
     return None
 
 
+def _scalar_operand(node, target, value):
+    """The tensor operand of node when node is target(t, value) (or target(value, t): add and mul
+    commute), value a Python number equal to `value`; else None."""
+    if (not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.target != target
+            or len(node.args) != 2 or node.kwargs):
+        return None
+    for t, c in (node.args, reversed(node.args)):
+        if (isinstance(t, torch.fx.Node) and isinstance(c, (int, float)) and not isinstance(c, bool)
+                and c == value):
+            return t
+    return None
+
+
+# sqrt(2 / pi), the tanh approximation's constant as Python computes it (transformers' gelu_new,
+# math.sqrt(2.0 / math.pi)) and as ATen's gelu(approximate="tanh") uses it (M_SQRT2 * M_2_SQRTPI / 2).
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _written_out_gelu_tanh(node):
+    """(x, reads of x, inner nodes) when node computes gelu(x, approximate="tanh") written out as
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3))) (GPT-2's gelu_new as the post-grad
+    graph holds it: mul(mul(x, 0.5), add(tanh(mul(add(x, mul(pow(x, 3), 0.044715)), c)), 1))), the
+    same constants and the same x throughout, every inner node read by this gelu only; else None."""
+    if node.op != "call_function" or node.target != aten.mul.Tensor or len(node.args) != 2 or node.kwargs:
+        return None
+    for half, one_plus in (node.args, reversed(node.args)):
+        x = _scalar_operand(half, aten.mul.Tensor, 0.5)
+        th = _scalar_operand(one_plus, aten.add.Tensor, 1)
+        if x is None or th is None or not th.op == "call_function" or th.target != aten.tanh.default:
+            continue
+        scaled = _scalar_operand(th.args[0], aten.mul.Tensor, _SQRT_2_OVER_PI)
+        inner = th.args[0]
+        if scaled is None or scaled.target != aten.add.Tensor or len(scaled.args) != 2 or scaled.kwargs:
+            continue
+        for x2, cubic in (scaled.args, reversed(scaled.args)):
+            cube = _scalar_operand(cubic, aten.mul.Tensor, 0.044715)
+            if (x2 is not x or cube is None or cube.op != "call_function"
+                    or cube.target != aten.pow.Tensor_Scalar or cube.args[0] is not x or cube.args[1] != 3):
+                continue
+            chain = ((half, node), (one_plus, node), (th, one_plus), (inner, th), (scaled, inner),
+                     (cubic, scaled), (cube, cubic))
+            if all(_only_user(n, u) for n, u in chain):
+                return x, {half, scaled, cube}, (one_plus, half, th, inner, scaled, cubic, cube)
+    return None
+
+
 def _activation_use(node):
     """(act, x, reads of x, inner nodes) when node is the last node of an activation of x that the
     fused kernels apply: an ATen activation op, or a decomposed silu (its inner nodes die with it)."""
@@ -133,7 +183,10 @@ def _activation_use(node):
     if act is not None:
         return act, node.args[0], {node}, ()
     silu = _decomposed_silu(node)
-    return None if silu is None else ("silu", *silu)
+    if silu is not None:
+        return ("silu", *silu)
+    gelu = _written_out_gelu_tanh(node)
+    return None if gelu is None else ("gelu_tanh", *gelu)
 
 
 def _transposed_weight(node):
@@ -147,7 +200,8 @@ def _transposed_weight(node):
 
 
 def _linear(act_node, src):
-    """(x, w, bias) when src is addmm/mm of F.linear's shape, feeding act_node only."""
+    """(x, w2, bias) when src is addmm(bias, x, w2) / mm(x, w2) with a 2-D w2 (F.linear's
+    permute(w, [1, 0]) or any matrix, e.g. GPT-2's Conv1D weight), feeding act_node only."""
     if src.op != "call_function" or not _only_user(src, act_node):
         return None
     if src.target == aten.addmm.default:
@@ -161,8 +215,16 @@ def _linear(act_node, src):
         (x, wt), bias = src.args[:2], None
     else:
         return None
-    w = _transposed_weight(wt)
-    return None if w is None else (x, w, bias)
+    val = _val(wt) if isinstance(wt, torch.fx.Node) else None
+    return None if val is None or val.dim() != 2 else (x, wt, bias)
+
+
+def _linear_weight(graph, w2):
+    """linear_act's [out, in] weight for a GEMM's [in, out] operand w2 (at the insertion point):
+    F.linear's w when w2 is permute(w, [1, 0]), else a permute of w2 (a strided view the fused
+    kernels read as it is)."""
+    w = _transposed_weight(w2)
+    return w if w is not None else _call(graph, aten.permute.default, (w2, [1, 0]))
 
 
 def _conv(user, src):
@@ -410,7 +472,10 @@ def fuse_epilogues(gm):
                     continue
                 lin = _linear(reads, src)
                 if lin is not None and src.meta["val"].device.type == "mlu":
-                    _replace(graph, node, torch.ops.mlu.linear_act.default, (*lin, act))
+                    x, w2, bias = lin
+                    with graph.inserting_before(node):
+                        w = _linear_weight(graph, w2)
+                    _replace(graph, node, torch.ops.mlu.linear_act.default, (x, w, bias, act))
                     _erase(graph, node, inner)
                     counts["linear_act"] += 1
                     continue
@@ -420,10 +485,10 @@ def fuse_epilogues(gm):
                         and isinstance(src.args[0], torch.fx.Node)):
                     lin = _linear(src, src.args[0])
                     if lin is not None and src.meta["val"].device.type == "mlu":
+                        x, w2, bias = lin
                         with graph.inserting_before(node):
-                            fused = graph.call_function(torch.ops.mlu.linear_act.default, (*lin, act))
-                            fused.meta["val"] = torch.ops.mlu.linear_act.default(
-                                *[a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in (*lin, act)])
+                            fused = _call(graph, torch.ops.mlu.linear_act.default,
+                                          (x, _linear_weight(graph, w2), bias, act))
                             viewed = graph.call_function(src.target, (fused, *src.args[1:]), dict(src.kwargs))
                             viewed.meta["val"] = src.target(fused.meta["val"], *src.args[1:], **src.kwargs)
                         node.replace_all_uses_with(viewed)
