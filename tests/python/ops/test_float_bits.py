@@ -73,3 +73,13 @@ def test_float64_beyond_float32_range_is_a_clear_error():
     # infinities are in range (they stay infinities)
     y = torch.tensor([1.0, float("-inf"), 2.0], dtype=torch.float64)
     torch.testing.assert_close(F.softmax(y.to(DEV), dim=0).cpu(), F.softmax(y, dim=0), rtol=2e-6, atol=1e-7)
+
+
+def test_float_power_computes_in_float32_and_returns_float64():
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.rand(4, 5, generator=g) * 8 + 0.01, torch.rand(5, generator=g) * 6
+    for args in ((a, b), (a, 2.5), (a[0, 0], b)):  # tensor-tensor (broadcast), tensor-scalar, 0-dim base
+        dev_args = [t.to(DEV) if isinstance(t, torch.Tensor) else t for t in args]
+        out, ref = torch.float_power(*dev_args), torch.float_power(*args)
+        assert out.dtype == torch.float64
+        torch.testing.assert_close(out.cpu(), ref, rtol=2e-6, atol=0)

@@ -1091,7 +1091,11 @@ Tensor& mlu_div_s_mode_out(const Tensor& s, const Scalar& o, c10::optional<c10::
 }
 
 // pow
+// float64 (torch.float_power computes pow in float64): both narrowed to float32 with the range
+// check (narrow_float64), pow in float32, the result written back as float64.
 Tensor mlu_pow_tt(const Tensor& s, const Tensor& e) {
+  if (s.scalar_type() == at::kDouble && e.scalar_type() == at::kDouble && s.device() == e.device())
+    return mlu_pow_tt(narrow_float64(s, "aten::pow"), narrow_float64(e, "aten::pow")).to(at::kDouble);
   return binary_tt("aten::pow.Tensor_Tensor", BinaryOp::kPow, s, e, Scalar(1), Mode::kNew, kNone);
 }
 Tensor& mlu_pow_tt_out(const Tensor& s, const Tensor& e, Tensor& out) {
@@ -1102,7 +1106,11 @@ Tensor& mlu_pow_tt_(Tensor& s, const Tensor& e) {
   binary_tt("aten::pow_.Tensor", BinaryOp::kPow, s, e, Scalar(1), Mode::kInPlace, s);
   return s;
 }
-Tensor mlu_pow_ts_fn(const Tensor& s, const Scalar& e) { return pow_ts("aten::pow.Tensor_Scalar", s, e, Mode::kNew, kNone); }
+Tensor mlu_pow_ts_fn(const Tensor& s, const Scalar& e) {
+  if (s.scalar_type() == at::kDouble && !e.isComplex())
+    return pow_ts("aten::pow.Tensor_Scalar", narrow_float64(s, "aten::pow"), e, Mode::kNew, kNone).to(at::kDouble);
+  return pow_ts("aten::pow.Tensor_Scalar", s, e, Mode::kNew, kNone);
+}
 Tensor& mlu_pow_ts_out(const Tensor& s, const Scalar& e, Tensor& out) {
   pow_ts("aten::pow.Tensor_Scalar_out", s, e, Mode::kOut, out);
   return out;

@@ -223,7 +223,7 @@ at::Tensor narrow_float64(const at::Tensor& t, const char* op) {
   if (t.numel() == 0) return narrowed;
   // The range check on the float64 bits (the VFU has no fp64 compare): a float32 inf whose source
   // was not inf (high word & 0x7fffffff = 0x7ff00000 and low word 0) overflowed.
-  const at::Tensor words = t.contiguous().view(at::kInt).view({-1, 2});  // little endian: low, high
+  const at::Tensor words = t.reshape({-1}).contiguous().view(at::kInt).view({-1, 2});  // little endian: low, high
   const at::Tensor overflow = run_elementwise_program(
       {narrowed.reshape({-1}), words.select(1, 1), words.select(1, 0)},
       "h = where(lt($1, 0), add(add($1, 1073741824), 1073741824), $1); "
