@@ -27,6 +27,7 @@ def test_multi_margin_loss(reduction):
     check(lambda a, t: F.multi_margin_loss(a, t, reduction=reduction), x, y)
     check(lambda a, t, ww: F.multi_margin_loss(a, t, p=2, margin=0.7, weight=ww, reduction=reduction), x, y, w)
     check(lambda a, t: F.multi_margin_loss(a, t, reduction=reduction), x[0], y[:1].reshape(()))
+    check(lambda a, t: F.multi_margin_loss(a, t, reduction=reduction), x[0, 0], torch.tensor(0))  # 0-d: one class
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])

@@ -81,7 +81,7 @@ MultiMargin multi_margin_setup(const char* name, OpScope& op, const Tensor& self
   check_on_device(target, op.device(), name, "target");
   check_float(self, name);
   TORCH_CHECK(p.toLong() == 1 || p.toLong() == 2, name, ": only p == 1 and p == 2 supported");
-  TORCH_CHECK((self.dim() == 1 && self.numel() > 0) || (self.dim() == 2 && self.size(1) > 0), name,
+  TORCH_CHECK(self.dim() == 0 || (self.dim() == 1 && self.numel() > 0) || (self.dim() == 2 && self.size(1) > 0), name,
               ": Expected non-empty vector or matrix with optional 0-dim batch size, but got: ", self.sizes());
   MultiMargin m;
   m.batched = self.dim() == 2;
