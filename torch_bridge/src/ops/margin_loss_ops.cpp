@@ -31,19 +31,14 @@
 #include <torch/library.h>
 
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 
 namespace mlusim::bridge::ops {
 namespace {
 
 using at::Tensor;
 
-std::string lit(double v) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  std::string s(text);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
+std::string lit(double v) { return program_literal(v); }
 
 void check_float(const Tensor& t, const char* name) {
   TORCH_CHECK_NOT_IMPLEMENTED(t.scalar_type() == at::kFloat || t.scalar_type() == at::kHalf, name, ": dtype ",

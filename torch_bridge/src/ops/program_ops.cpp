@@ -55,6 +55,7 @@
 #include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/random.h"
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 #include "ops/rounded_division.h"
 #include "ops/special_functions.h"
 
@@ -64,15 +65,7 @@ namespace {
 using at::Tensor;
 
 // A program literal of a Python float (keeps the tensors' dtype, as Python scalars do in torch).
-std::string lit(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  std::string s(text);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
+std::string lit(double v) { return program_literal(v); }
 std::string lit(const c10::Scalar& v) { return lit(v.toDouble()); }
 
 Tensor program(const char* aten_op, at::TensorList inputs, const std::string& text) {

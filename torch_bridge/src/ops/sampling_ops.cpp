@@ -49,6 +49,7 @@
 #include <torch/library.h>
 
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -57,13 +58,7 @@ using at::Tensor;
 
 // A program literal of a double (a Python float: rounded to fp32 in the program, as torch's float
 // opmath rounds its constants).
-std::string num(double v) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  std::string s(text);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
+std::string num(double v) { return program_literal(v); }
 std::string num(std::int64_t v) { return num(static_cast<double>(v)); }
 
 void check_float_dtype(const Tensor& t, const char* name) {

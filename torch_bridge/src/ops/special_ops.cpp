@@ -54,6 +54,7 @@
 #include <torch/library.h>
 
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 #include "ops/special_functions.h"
 
 namespace mlusim::bridge::ops {
@@ -64,15 +65,7 @@ using at::Tensor;
 // ---- program text ------------------------------------------------------------------------------------
 
 // A float literal (fp32 in a program over fp32 values, as a Python float).
-std::string num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  std::string s(text);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
+std::string num(double v) { return program_literal(v); }
 std::string num(int v) { return num(static_cast<double>(v)); }
 
 std::string op1(const char* op, const std::string& a) { return std::string(op) + "(" + a + ")"; }

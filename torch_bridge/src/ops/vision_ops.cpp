@@ -40,6 +40,7 @@
 #include <torch/library.h>
 
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -47,13 +48,7 @@ namespace {
 using at::Tensor;
 
 // A program literal of a double.
-std::string literal(double v) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.17g", v);
-  std::string s(text);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
-}
+std::string literal(double v) { return program_literal(v); }
 
 Tensor mlu_nms(const Tensor& dets, const Tensor& scores, double iou_threshold) {
   const char* name = "torchvision::nms";
