@@ -10,15 +10,15 @@ import torch_mlu
 from conftest import run_python
 
 
-# i0 and igamma have no kernel for the device (no libmlu program for Bessel or incomplete gamma
-# functions): they exercise the policy.
+# igammac and igamma (the regularized incomplete gamma functions) have no kernel for the device
+# (their series and continued fractions need data-dependent iteration counts): they exercise the policy.
 
 def test_off_raises_naming_the_op_and_the_device(dev):
     x = (torch.arange(4, dtype=torch.float32) / 4).to(dev)
     with pytest.raises(NotImplementedError) as info:
-        torch.i0(x)
+        torch.igammac(x + 1, x)
     message = str(info.value)
-    assert "op aten::i0.out has no kernel" in message  # i0 is structured: it reaches i0.out
+    assert "op aten::igammac.out has no kernel" in message  # igammac is structured: it reaches igammac.out
     assert "device mlu" in message
     assert "TORCH_MLU_CPU_FALLBACK=1" in message and "set_cpu_fallback(True)" in message
     assert torch_mlu.cpu_fallback_counts() == {}
@@ -29,21 +29,22 @@ def test_on_runs_on_the_cpu_warns_once_and_counts(dev):
     x = host.to(dev)
     torch_mlu.set_cpu_fallback(True)
     assert torch_mlu.cpu_fallback_enabled()
-    with pytest.warns(UserWarning, match=r"op aten::i0\.out has no kernel .* runs on the CPU"):
-        y = torch.i0(x)
-    assert y.device == dev and torch.equal(y.cpu(), torch.i0(host))
+    a = (host + 1).to(dev)
+    with pytest.warns(UserWarning, match=r"op aten::igammac\.out has no kernel .* runs on the CPU"):
+        y = torch.igammac(a, x)
+    assert y.device == dev and torch.equal(y.cpu(), torch.igammac(host + 1, host))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning for the same op
-        z = x.i0()
+        z = a.igammac(x)
     assert torch.equal(z.cpu(), y.cpu())
     w = (host + 1).to(dev)
     with pytest.warns(UserWarning, match=r"aten::igamma\.out"):
         w.igamma_(x)  # in-place: the device tensor is updated
     assert torch.equal(w.cpu(), torch.igamma(host + 1, host))
     counts = torch_mlu.cpu_fallback_counts()
-    assert counts == {"aten::i0.out": 2, "aten::igamma.out": 1}
+    assert counts == {"aten::igammac.out": 2, "aten::igamma.out": 1}
     report = torch_mlu.cycle_report()
-    assert "aten::i0.out" in report and "CPU fallback" in report
+    assert "aten::igammac.out" in report and "CPU fallback" in report
     assert torch_mlu.cycle_report(format="json")["cpu_fallback"] == counts
     torch_mlu.reset_cpu_fallback_counts()
     assert torch_mlu.cpu_fallback_counts() == {}
@@ -52,13 +53,14 @@ def test_on_runs_on_the_cpu_warns_once_and_counts(dev):
 def test_autograd_through_the_fallback(dev):
     torch_mlu.set_cpu_fallback(True)
     host = torch.tensor([0.1, 0.2, 0.3])
-    w = host.to(dev).requires_grad_()  # i0's gradient is special_i1: on the CPU too
+    w = host.to(dev).requires_grad_()  # igammac's gradient in x: exp, log, lgamma on the device
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loss = torch.i0(w) * w  # i0 on the CPU, mul and its backward on the device
+        loss = torch.igammac(torch.full((3,), 2.0, device=dev), w) * w  # igammac on the CPU, the rest on the device
         loss.backward(torch.ones(3, device=dev))
+    assert torch_mlu.cpu_fallback_counts() == {"aten::igammac.out": 1}
     h = host.clone().requires_grad_()
-    (torch.i0(h) * h).backward(torch.ones(3))
+    (torch.igammac(torch.full((3,), 2.0), h) * h).backward(torch.ones(3))
     assert w.grad is not None and w.grad.device == dev
     torch.testing.assert_close(w.grad.cpu(), h.grad)
 
@@ -67,10 +69,10 @@ def test_environment_variable_turns_it_on():
     code = ("import warnings, torch, torch_mlu\n"
             "warnings.simplefilter('ignore')\n"
             "x = torch.tensor([0.0, 0.5]).to('mlu')\n"
-            "print(torch_mlu.cpu_fallback_enabled(), torch.equal(torch.i0(x).cpu(), torch.i0(x.cpu())),\n"
+            "print(torch_mlu.cpu_fallback_enabled(), torch.equal(torch.igammac(x + 1, x).cpu(), torch.igammac(x.cpu() + 1, x.cpu())),\n"
             "      torch_mlu.cpu_fallback_counts())\n")
     r = run_python(code, env={"TORCH_MLU_CPU_FALLBACK": "1"})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "True True {'aten::i0.out': 1}"
+    assert r.stdout.strip() == "True True {'aten::igammac.out': 1}"
     r = run_python("import torch_mlu", env={"TORCH_MLU_CPU_FALLBACK": "yes"})
     assert r.returncode != 0 and "TORCH_MLU_CPU_FALLBACK=yes: expected 1" in r.stderr

@@ -2,6 +2,7 @@
 #include "mlusim/mlu/norm.h"
 
 #include <functional>
+#include <limits>
 
 #include "softmax/nn_test_util.h"
 
@@ -202,9 +203,11 @@ TEST_F(LayerNormTest, BadArguments) {
   EXPECT_EQ(fwd(1, nullptr, &s_strided, x), Status::kBadParam);
   EXPECT_EQ(fwd(1, nullptr, nullptr, desc(DType::kFloat32, {4, 9})), Status::kBadParam);
   EXPECT_EQ(fwd(1, nullptr, nullptr, desc(DType::kInt32, {4, 8})), Status::kNotSupported);
-  EXPECT_EQ(layer_norm_forward(handle_, 1, -1.0, x, p, nullptr, nullptr, nullptr, nullptr, x, p, nullptr, nullptr,
-                               nullptr, nullptr),
+  // eps may be any finite value, negative included, as torch's (NaN where var + eps < 0).
+  EXPECT_EQ(layer_norm_forward(handle_, 1, std::numeric_limits<double>::infinity(), x, p, nullptr, nullptr, nullptr,
+                               nullptr, x, p, nullptr, nullptr, nullptr, nullptr),
             Status::kBadParam);
+  EXPECT_NE(last_error_detail().find("eps must be finite"), std::string::npos);
   // Backward: a workspace too small for dweight.
   EXPECT_EQ(layer_norm_backward(handle_, 1, x, p, x, p, s, p, s, p, nullptr, nullptr, p, 16, nullptr, nullptr, &w, p,
                                 nullptr, nullptr),
