@@ -9,7 +9,10 @@ device="cpu" argument of a factory op becomes "mlu"). The CPU fallback stays off
 kernel raises NotImplementedError naming the aten op. Each op lands in one class, decided by its
 first sample that does not pass:
   pass             every sample's device result, moved back to the CPU, matches the CPU result
-                   (torch.testing.assert_close, atol=1e-4, rtol=1.3e-4 for float32, equal_nan=True);
+                   (torch.testing.assert_close, atol=1e-4, rtol=1.3e-4 for float32, equal_nan=True),
+                   both passed through the sample's output_process_fn_grad first, as PyTorch's own
+                   device-vs-CPU test (test_ops.py test_compare_cpu) does: it makes the outputs
+                   that are unique only up to sign comparable (svd: |U|, U @ Vh; eigh: |V|);
   not_implemented  NotImplementedError, or "has no kernel" in the message;
   wrong            a numeric mismatch or a wrong shape / dtype / structure;
   error            any other exception (the first line of its message is kept);
@@ -292,7 +295,7 @@ class Runner:
         d = torch.where(same, torch.zeros_like(a), (a - b).abs())
         return torch.nan_to_num(d, nan=float("inf")).sum().item()
 
-    def closer_than_cpu(self, op, original, out, ref):
+    def closer_than_cpu(self, op, original, out, ref, process=lambda r: r):
         """A float16/bfloat16 sample whose device result differs from the CPU's beyond the
         tolerance passes when it is no farther from the op's float64 result (the same inputs,
         upcast, on the CPU) than the CPU's own result: PyTorch's rule for comparing a lower-precision
@@ -307,7 +310,7 @@ class Runner:
         if self.dtype not in (torch.float16, torch.bfloat16) or self._meta(out) != self._meta(ref):
             return False
         try:
-            precise = self._call(op, self._map(self.clone(original), lambda t: t.double() if t.is_floating_point() else t))
+            precise = process(self._call(op, self._map(self.clone(original), lambda t: t.double() if t.is_floating_point() else t)))
         except Exception:
             return False
         outs, refs, precs = tree_flatten(out)[0], tree_flatten(ref)[0], tree_flatten(self.to_cpu(precise))[0]
@@ -442,11 +445,16 @@ class Runner:
                     result["restart"] = not self._sync_ok()
                     return result
                 stage = "compare"
+                # OpInfo's output_process_fn_grad on both results, as test_ops.py test_compare_cpu
+                # does: linalg ops whose outputs are unique only up to sign (svd's U and V, eigh's
+                # vectors) are compared through it (|U|, U @ Vh, ...).
+                process = sample.output_process_fn_grad
+                out, ref = process(out), process(ref)
                 out = self._as_cpu_dtypes(key, out, ref)
                 mismatch = self.compare(out, ref, values)
                 if mismatch is not None and values and self._same_tie_order_free(op, original, out, ref):
                     mismatch = None
-                if mismatch is not None and values and self.closer_than_cpu(op, original, out, ref):
+                if mismatch is not None and values and self.closer_than_cpu(op, original, out, ref, process):
                     mismatch = None
                     result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
                 if mismatch is not None:

@@ -41,7 +41,7 @@ std::size_t lu_factor_nram_bytes(std::int64_t m, std::int64_t n);
 std::size_t cholesky_nram_bytes(std::int64_t n);
 std::size_t qr_factor_nram_bytes(std::int64_t m, std::int64_t n);
 std::size_t householder_product_nram_bytes(std::int64_t m, std::int64_t n);
-std::size_t jacobi_nram_bytes(std::int64_t rows, std::int64_t cols);
+std::size_t jacobi_nram_bytes(std::int64_t rows, std::int64_t cols, bool vectors);
 std::size_t triangular_solve_nram_bytes(std::int64_t n, std::int64_t rhs_cols);
 
 // The rotation that zeroes the (p, q) entry of a symmetric 2 x 2 [[app, apq], [apq, aqq]]

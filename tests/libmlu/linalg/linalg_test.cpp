@@ -338,6 +338,74 @@ TEST_F(LinalgTest, JacobiFindsKnownEigenvaluesAndSingularValues) {
   EXPECT_EQ(singular_values(&h(), desc(DType::kFloat32, {l, k}), md, desc(DType::kFloat32, {l}), sd), Status::kBadParam);
 }
 
+TEST_F(LinalgTest, JacobiVectorsReconstructTheMatrixAndAreOrthonormal) {
+  // Symmetric A (random, batch 2): v's rows are unit eigenvectors, A v_i = w_i v_i, V orthogonal.
+  const std::int64_t n = 7, batch = 2;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> nd;
+  std::vector<float> a(batch * n * n);
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j <= i; ++j) a[b * n * n + i * n + j] = a[b * n * n + j * n + i] = nd(rng);
+  void* ad = to_device(a);
+  void* wd = dalloc(batch * n * 4);
+  void* vd = dalloc(batch * n * n * 4);
+  ASSERT_EQ(symmetric_eigen(&h(), desc(DType::kFloat32, {batch, n, n}), ad, desc(DType::kFloat32, {batch, n}), wd,
+                            desc(DType::kFloat32, {batch, n, n}), vd),
+            Status::kSuccess)
+      << last_error_detail();
+  const auto w = from_device<float>(wd, batch * n);
+  const auto v = from_device<float>(vd, batch * n * n);
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t r = 0; r < n; ++r) {  // (A v_i)[r] = w_i v_i[r]
+        double av = 0;
+        for (std::int64_t c = 0; c < n; ++c) av += double(a[b * n * n + r * n + c]) * v[b * n * n + i * n + c];
+        EXPECT_NEAR(av, double(w[b * n + i]) * v[b * n * n + i * n + r], 2e-5 * 10) << b << " " << i << " " << r;
+      }
+      for (std::int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (std::int64_t c = 0; c < n; ++c) dot += double(v[b * n * n + i * n + c]) * v[b * n * n + j * n + c];
+        EXPECT_NEAR(dot, i == j ? 1.0 : 0.0, 1e-5) << b << " " << i << " " << j;
+      }
+    }
+  // One-sided on a 3 x 5 matrix: a = qt^T rotated, qt orthogonal, rotated's rows orthogonal with
+  // norms s.
+  const std::int64_t k = 3, l = 5;
+  std::vector<float> m(k * l);
+  for (auto& x : m) x = nd(rng);
+  void* md = to_device(m);
+  void* sd = dalloc(k * 4);
+  void* qd = dalloc(k * k * 4);
+  void* rd = dalloc(k * l * 4);
+  ASSERT_EQ(singular_value_rotation(&h(), desc(DType::kFloat32, {k, l}), md, desc(DType::kFloat32, {k}), sd,
+                                    desc(DType::kFloat32, {k, k}), qd, desc(DType::kFloat32, {k, l}), rd),
+            Status::kSuccess)
+      << last_error_detail();
+  const auto sv = from_device<float>(sd, k), qt = from_device<float>(qd, k * k), rot = from_device<float>(rd, k * l);
+  for (std::int64_t i = 0; i < k; ++i) {
+    for (std::int64_t j = 0; j < l; ++j) {
+      double rebuilt = 0;
+      for (std::int64_t q = 0; q < k; ++q) rebuilt += double(qt[q * k + i]) * rot[q * l + j];
+      EXPECT_NEAR(rebuilt, m[i * l + j], 1e-5 * 10) << i << " " << j;
+    }
+    for (std::int64_t j = 0; j < k; ++j) {
+      double qq = 0, rr = 0;
+      for (std::int64_t c = 0; c < k; ++c) qq += double(qt[i * k + c]) * qt[j * k + c];
+      for (std::int64_t c = 0; c < l; ++c) rr += double(rot[i * l + c]) * rot[j * l + c];
+      EXPECT_NEAR(qq, i == j ? 1.0 : 0.0, 1e-5);
+      EXPECT_NEAR(rr, i == j ? double(sv[i]) * sv[i] : 0.0, 1e-4) << i << " " << j;
+    }
+  }
+  // The vectors' outputs are checked like the values: a wrong shape is refused.
+  EXPECT_EQ(singular_value_rotation(&h(), desc(DType::kFloat32, {k, l}), md, desc(DType::kFloat32, {k}), sd,
+                                    desc(DType::kFloat32, {k, l}), qd, desc(DType::kFloat32, {k, l}), rd),
+            Status::kBadParam);
+  EXPECT_EQ(symmetric_eigen(&h(), desc(DType::kFloat32, {batch, n, n}), ad, desc(DType::kFloat32, {batch, n}), wd,
+                            desc(DType::kFloat32, {batch, n}), vd),
+            Status::kBadParam);
+}
+
 TEST_F(LinalgTest, RefusesWhatItCannotDo) {
   const std::int64_t big = linalg_max_square_size(&h()) + 1;
   ASSERT_GT(big, 8);

@@ -710,8 +710,16 @@ def test_errors_name_the_op_and_keep_the_device_usable(dev):
         got = fn(d64.to(dev))
         assert got.dtype == torch.float64
         torch.testing.assert_close(got.cpu(), fn(d64), rtol=1e-6, atol=1e-7)
-    with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: .*(fp64|Double)"):
-        torch.ones(3, dtype=torch.float64, device=dev) + torch.ones(3, dtype=torch.float64, device=dev)
+    # float64 binary ops too (narrow_float64: a finite value beyond fp32's range is refused), and a
+    # 0-dim float64 operand beside float32 keeps torch's float32 result (cast first, as TensorIterator)
+    got = d64.to(dev) * torch.tensor([1.5, -2.0, 4.0], dtype=torch.float64, device=dev)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got.cpu(), d64 * torch.tensor([1.5, -2.0, 4.0], dtype=torch.float64))
+    mixed = torch.tensor(0.25, dtype=torch.float64, device=dev) * torch.ones(3, device=dev)
+    assert mixed.dtype == torch.float32
+    torch.testing.assert_close(mixed.cpu(), torch.full((3,), 0.25))
+    with pytest.raises(ValueError, match=r"aten::add\.Tensor: .*float32"):
+        torch.full((3,), 1e300, dtype=torch.float64, device=dev) + torch.ones(3, dtype=torch.float64, device=dev)
     with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: dtype Short is not supported on device mlu"):
         torch.ones(3, dtype=torch.int16, device=dev) + 1
     with pytest.raises(RuntimeError, match=r"aten::add_\.Tensor: unsupported operation: some elements of the input"):

@@ -3,7 +3,8 @@ libmlu linalg.h: LU with partial pivoting, triangular solves, Cholesky, one matr
 NRAM) against torch's CPU results: lu_factor(_ex), lu, lu_unpack, lu_solve, solve(_ex), inv(_ex),
 det, slogdet, logdet, solve_triangular, triangular_solve, cholesky(_ex), cholesky_solve,
 cholesky_inverse, geqrf, householder_product, qr, ormqr, eigvalsh, svdvals (and cond,
-matrix_norm through them), a gradient through solve and det, and the refusals (float16/float64, matrices
+matrix_norm, matrix_rank through them), eigh and svd with their vectors (compared up to sign, and
+as an orthonormal basis that rebuilds the matrix), pinv, a gradient through solve and det, and the refusals (float16/float64, matrices
 larger than a core's NRAM)."""
 
 import pytest
@@ -164,10 +165,47 @@ def test_eigenvalues_and_singular_values_match_the_cpu():
         close(torch.linalg.matrix_norm(dev(a), ord="nuc"), torch.linalg.matrix_norm(a, ord="nuc"))
         close(torch.linalg.matrix_norm(dev(a), ord=2), torch.linalg.matrix_norm(a, ord=2))
     close(torch.linalg.cond(dev(h[0])), torch.linalg.cond(h[0]), rtol=1e-3, atol=1e-4)
-    with pytest.raises(NotImplementedError, match="eigenvectors"):
-        torch.linalg.eigh(dev(h))
-    with pytest.raises(NotImplementedError, match="singular vectors"):
-        torch.linalg.svd(dev(h))
+    close(torch.linalg.matrix_rank(dev(h)), torch.linalg.matrix_rank(h))
+
+
+def test_eigenvectors_are_an_orthonormal_eigenbasis_matching_the_cpu_up_to_sign():
+    h = spd(2, 6, 6, seed=26) - 3 * torch.eye(6)
+    w, v = torch.linalg.eigh(dev(h))
+    w_ref, v_ref = torch.linalg.eigh(h)
+    close(w, w_ref)
+    # Eigenvectors are unique up to sign for distinct eigenvalues: |V| is the CPU's, and A V = V diag(w).
+    close(v.abs(), v_ref.abs())
+    close(dev(h) @ v, (v * w.unsqueeze(-2)).cpu())
+    close(v.mT @ v, torch.eye(6).expand(2, 6, 6))
+    close(torch.linalg.pinv(dev(h), hermitian=True), torch.linalg.pinv(h, hermitian=True), atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (6, 4), (2, 5, 5), (3, 0)])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd_reconstructs_the_matrix_with_orthonormal_vectors(shape, full_matrices):
+    a = rand(*shape, seed=27)
+    u, s, vh = torch.linalg.svd(dev(a), full_matrices=full_matrices)
+    u_ref, s_ref, vh_ref = torch.linalg.svd(a, full_matrices=full_matrices)
+    assert (u.shape, s.shape, vh.shape) == (u_ref.shape, s_ref.shape, vh_ref.shape)
+    close(s, s_ref)
+    k = s.shape[-1]
+    # The leading k columns of U / rows of Vh match the CPU's up to sign; the completions of
+    # full_matrices are any orthonormal basis of the rest.
+    close(u[..., :k].abs(), u_ref[..., :k].abs())
+    close(vh[..., :k, :].abs(), vh_ref[..., :k, :].abs())
+    close((u[..., :k] * s.unsqueeze(-2)) @ vh[..., :k, :], a)
+    close(u.mT @ u, torch.eye(u.shape[-1]).expand(u.shape[:-2] + (u.shape[-1],) * 2))
+    close(vh @ vh.mT, torch.eye(vh.shape[-2]).expand(vh.shape[:-1] + (vh.shape[-2],)))
+
+
+def test_svd_of_a_rank_deficient_matrix_completes_the_basis():
+    a = rand(5, 2, seed=28) @ rand(2, 4, seed=29)  # rank 2
+    u, s, vh = torch.linalg.svd(dev(a))
+    close(s, torch.linalg.svdvals(a))
+    close((u[:, :4] * s) @ vh, a)
+    close(u.mT @ u, torch.eye(5))
+    close(vh @ vh.mT, torch.eye(4))
+    close(torch.linalg.pinv(dev(a)), torch.linalg.pinv(a), atol=1e-4, rtol=1e-3)
 
 
 def test_gradients_through_solve_and_det_match_the_cpu():

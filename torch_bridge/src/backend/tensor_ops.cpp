@@ -16,12 +16,15 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -52,9 +55,19 @@ void sync(cnrtQueue_t q) { check_cnrt(cnrtQueueSync(q), "cnrtQueueSync"); }
 
 // ---- device <-> device --------------------------------------------------------------------------
 
-// dst = src on one device for any strides and dtypes (src broadcast to dst): libmlu copy_strided.
+// dst = src on one device for any strides and dtypes (src broadcast to dst): libmlu copy_strided;
+// complex data through the real views (a real source fills the real parts and zeroes the
+// imaginary ones; a complex source into a real destination gives its real parts, as copy_ does).
 void device_copy_strided(const Tensor& src, const Tensor& dst) {
-  ops::copy_strided_kernel(src, dst, "aten::_copy_from");
+  constexpr const char* kOp = "aten::_copy_from";
+  if (dst.is_complex()) {
+    const Tensor dst_pairs = at::native::view_as_real(dst);
+    if (src.is_complex()) return ops::copy_strided_kernel(at::native::view_as_real(src), dst_pairs, kOp);
+    ops::copy_strided_kernel(src, dst_pairs.select(-1, 0), kOp);
+    return ops::fill_kernel(dst_pairs.select(-1, 1), 0, kOp);
+  }
+  if (src.is_complex()) return ops::copy_strided_kernel(at::native::view_as_real(src).select(-1, 0), dst, kOp);
+  ops::copy_strided_kernel(src, dst, kOp);
 }
 
 void device_to_device(const Tensor& src, const Tensor& dst, bool non_blocking) {
@@ -152,13 +165,42 @@ void device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking) {
   host::copy(dst, host::view(buffer, src.sizes(), src.strides(), 0));
 }
 
+// The memory of `t` without its conjugate / negative view bits (the same storage and strides).
+Tensor without_view_bits(const Tensor& t) {
+  Tensor m = t.is_conj() ? t.conj() : t;  // conj() of a conjugate view clears the bit
+  return m.is_neg() ? at::_neg_view(m) : m;
+}
+
+// dst = conj(dst) and/or dst = -dst on dst's memory (device kernels, or the CPU's for host data).
+void apply_view_bits(const Tensor& dst, bool conj, bool neg) {
+  if (is_device(dst)) {
+    if (conj && dst.is_complex()) at::native::view_as_real(dst).select(-1, 1).neg_();
+    if (neg) (dst.is_complex() ? at::native::view_as_real(dst) : dst).neg_();
+    return;
+  }
+  if (conj) dst.conj_physical_();
+  if (neg) dst.neg_();
+}
+
+Tensor mlu_copy_from(const Tensor& self, const Tensor& dst, bool non_blocking);
+
+// _copy_from of tensors with view bits: copy the memory as it is, then apply to dst's memory the
+// bits that differ (dst reads conj_d(mem_d) and must equal conj_s(mem_s)).
+void copy_with_view_bits(const Tensor& self, const Tensor& dst, bool non_blocking) {
+  const Tensor dst_mem = without_view_bits(dst);
+  mlu_copy_from(without_view_bits(self), dst_mem, non_blocking && !is_device(dst));
+  apply_view_bits(dst_mem, self.is_conj() != dst.is_conj() && self.is_complex(), self.is_neg() != dst.is_neg());
+}
+
 // _copy_from(self=src, dst): copy_ sends every copy that involves this device here.
 Tensor mlu_copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.layout() == at::kStrided && dst.layout() == at::kStrided, "aten::_copy_from: only strided tensors "
               "can be copied to or from device mlu, got ", self.layout(), " and ", dst.layout());
-  TORCH_CHECK(!self.is_complex() && !dst.is_complex(), "aten::_copy_from: complex tensors are not supported on device "
-              "mlu");
   if (dst.numel() == 0) return dst;
+  if (self.is_conj() || dst.is_conj() || self.is_neg() || dst.is_neg()) {
+    copy_with_view_bits(self, dst, non_blocking);
+    return dst;
+  }
   if (is_device(self) && is_device(dst)) {
     // torch's copy_ rules (TensorIterator): a destination that overlaps itself or partly
     // overlaps the source is refused, before any memcpy could see the overlap.
@@ -281,7 +323,8 @@ at::Scalar mlu_local_scalar_dense(const Tensor& self) {
              "cnrtMemcpyAsync (item)");
   sync(q);
   at::Scalar r;
-  AT_DISPATCH_ALL_TYPES_AND3(at::kHalf, at::kBool, at::kBFloat16, self.scalar_type(), "_local_scalar_dense_mlu", [&] {
+  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND4(at::kHalf, at::kBool, at::kBFloat16, at::kComplexHalf, self.scalar_type(),
+                                         "_local_scalar_dense_mlu", [&] {
     scalar_t v;
     std::memcpy(&v, buf, sizeof v);
     r = at::Scalar(v);
@@ -309,24 +352,33 @@ void memset_dense(const Tensor& self, int pattern) {
   check_cnrt(cnrtMemsetAsync(self.data_ptr(), pattern, nbytes(self), current_queue()), "cnrtMemsetAsync");
 }
 
-Tensor& mlu_fill_scalar_(Tensor& self, const at::Scalar& value) {
-  if (self.numel() == 0) return self;
-  int pattern = 0;
-  if (self.is_non_overlapping_and_dense() && !self.is_complex() && byte_pattern(value, self.scalar_type(), &pattern)) {
-    memset_dense(self, pattern);
-    return self;
-  }
-  ops::fill_kernel(self, value, "aten::fill_.Scalar");  // libmlu fill (any strides and dtypes)
-  return self;
-}
-
 Tensor& mlu_zero_(Tensor& self) {
   if (self.numel() == 0) return self;
   if (self.is_non_overlapping_and_dense()) {
     memset_dense(self, 0);
     return self;
   }
-  ops::fill_kernel(self, 0, "aten::zero_");  // a view with gaps: libmlu fill
+  // A view with gaps: libmlu fill (complex: of its real view, all parts zero).
+  ops::fill_kernel(self.is_complex() ? at::native::view_as_real(self) : self, 0, "aten::zero_");
+  return self;
+}
+
+Tensor& mlu_fill_scalar_(Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return self;
+  if (self.is_complex()) {  // the real and imaginary parts, each a fill of the real view
+    const c10::complex<double> v = value.toComplexDouble();
+    if (v == c10::complex<double>(0.0, 0.0)) return mlu_zero_(self);
+    const Tensor pairs = at::native::view_as_real(self);
+    ops::fill_kernel(pairs.select(-1, 0), v.real(), "aten::fill_.Scalar");
+    ops::fill_kernel(pairs.select(-1, 1), v.imag(), "aten::fill_.Scalar");
+    return self;
+  }
+  int pattern = 0;
+  if (self.is_non_overlapping_and_dense() && !self.is_complex() && byte_pattern(value, self.scalar_type(), &pattern)) {
+    memset_dense(self, pattern);
+    return self;
+  }
+  ops::fill_kernel(self, value, "aten::fill_.Scalar");  // libmlu fill (any strides and dtypes)
   return self;
 }
 
@@ -361,6 +413,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("is_set_to", TORCH_FN(at::native::is_set_to));
   m.impl("resize_", TORCH_FN(mlu_resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(mlu_set_storage_));
@@ -372,6 +426,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", TORCH_FN(mlu_zero_));
   m.impl("record_stream", TORCH_FN(mlu_record_stream));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(mlu_has_compatible_shallow_copy_type));
+}
+
+// _copy_from resolves the conjugate and negative view bits itself (copy_with_view_bits). Without
+// these, the Conjugate / Negative keys' fallbacks would materialise a conjugate source with clone(),
+// whose copy_ comes back to _copy_from with the bit still set (copy_ itself falls through those
+// keys), recursing without end.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 // Pinning CPU tensors goes through the hooks' pinned allocator (hooks.cpp); is_pinned of a device

@@ -114,6 +114,9 @@ Operand operand(const char* name, const Tensor& t, const c10::Device& device, co
   TORCH_CHECK(t.defined(), name, ": ", arg, " is undefined");
   if (is_cpu_scalar(t)) return host_value(t.item().toDouble());  // CPU data: read on the host
   check_on_device(t, device, name, arg);
+  // A view whose elements share memory (unfold / as_strided frames, stft's windows) is read
+  // through a dense copy: libmlu descriptors describe non-overlapping layouts only.
+  if (overlaps_itself(t)) return Operand{t.contiguous(), 0.0};
   return Operand{t, 0.0};
 }
 
@@ -346,13 +349,32 @@ void binary_kernel(OpScope& op, BinaryOp bop, const Operand& a, const Operand& b
 
 // ---- arithmetic -------------------------------------------------------------------------------------
 
+// A float64 device operand in a computation of another dtype (a 0-dim float64 tensor beside a
+// float32 one keeps the float32 result: torch's promotion) is cast to that dtype first, as
+// TensorIterator casts it on the fly; the VFU reads no fp64.
+Operand cast_float64(const Operand& o, ScalarType compute) {
+  if (o.host() || o.t.scalar_type() != at::kDouble || compute == at::kDouble) return o;
+  return Operand{o.t.to(compute), 0.0};
+}
+
 Tensor arith(const char* name, BinaryOp bop, const Operand& a, const Operand& b, double alpha, ScalarType common,
              const c10::Device& device, Mode mode, const Tensor& given) {
   const Shape shape = broadcast(name, {a.sizes(), b.sizes()});
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&a, &b}));
   check_overlap(name, out, {&a.t, &b.t});
-  run_into(op, out, common, [&](const Tensor& y) { binary_kernel(op, bop, a, b, alpha, y); });
+  if (common == at::kDouble) {
+    // No fp64 arithmetic on the VFU: as unary_op, computed in fp32 on operands narrowed with a
+    // range check (narrow_float64; other dtypes converted) and written back as float64.
+    auto narrowed = [&](const Operand& o) {
+      if (o.host()) return o;
+      return Operand{o.t.scalar_type() == at::kDouble ? narrow_float64(o.t, name) : o.t.to(at::kFloat), 0.0};
+    };
+    out.copy_(arith(name, bop, narrowed(a), narrowed(b), alpha, at::kFloat, device, Mode::kNew, Tensor()));
+    return out;
+  }
+  const Operand ca = cast_float64(a, common), cb = cast_float64(b, common);
+  run_into(op, out, common, [&](const Tensor& y) { binary_kernel(op, bop, ca, cb, alpha, y); });
   return out;
 }
 
@@ -506,6 +528,15 @@ Tensor compare_op(const char* name, CompareOp cop, Operand a, Operand b, ScalarT
   // A host value takes the common dtype first (TensorIterator casts CPU scalars).
   if (a.host()) a.v = round_to(a.v, common);
   if (b.host()) b.v = round_to(b.v, common);
+  if (common == at::kDouble) {
+    // No fp64 compare on the VFU: float64 operands narrowed to fp32 (narrow_float64's range
+    // check; values that differ only beyond fp32's precision compare equal), others converted.
+    for (Operand* o : {&a, &b})
+      if (!o->host()) o->t = o->t.scalar_type() == at::kDouble ? narrow_float64(o->t, name) : o->t.to(at::kFloat);
+  } else {
+    a = cast_float64(a, common);
+    b = cast_float64(b, common);
+  }
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, common, at::kBool, like_of(shape, {&a, &b}), true);
   check_overlap(name, out, {&a.t, &b.t});
@@ -596,6 +627,18 @@ Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const 
 }
 
 // self with `value` where mask (value: a host Scalar, or a 0-dim tensor).
+// The bytes of an 8-byte-element tensor (float64) as int32 [..., 2] (little endian: low, high
+// word): the same storage, sizes + [2], strides * 2 + [1].
+Tensor int32_words(const Tensor& t) {
+  std::vector<std::int64_t> sizes(t.sizes().begin(), t.sizes().end()), strides;
+  sizes.push_back(2);
+  for (const std::int64_t st : t.strides()) strides.push_back(2 * st);
+  strides.push_back(1);
+  Tensor words = at::empty({0}, t.options().dtype(at::kInt));
+  words.set_(t.storage(), t.storage_offset() * 2, sizes, strides);
+  return words;
+}
+
 Tensor masked_fill_op(const char* name, const Tensor& self, const Tensor& mask, const Scalar* value_scalar,
                    const Tensor* value_tensor, Mode mode, const Tensor& given) {
   const c10::Device device = pick_device(name, {&self, &mask, &given});
@@ -632,6 +675,16 @@ Tensor masked_fill_op(const char* name, const Tensor& self, const Tensor& mask, 
       value = empty_on(device, {}, dtype);
       copy_in(op, *value_tensor, value);
     }
+  }
+  if (dtype == at::kDouble) {
+    // float64 is only moved here: where() over each element's two int32 words, bit-exact (the
+    // VFU has no fp64, but selecting needs no arithmetic).
+    const Tensor m = mask.unsqueeze(-1), v = int32_words(value), x = int32_words(self), y = int32_words(out);
+    if (out.numel() > 0)
+      op.check(mlu::where(op.handle(), condition_desc(name, m, "mask"), m.data_ptr(), desc(v, name), v.data_ptr(),
+                          desc(x, name), x.data_ptr(), desc(y, name), y.data_ptr()),
+               "where");
+    return out;
   }
   run_into(op, out, dtype, [&](const Tensor& y) {
     op.check(mlu::where(op.handle(), condition_desc(name, mask, "mask"), mask.data_ptr(), desc(value, name),
@@ -1219,6 +1272,22 @@ Tensor& triangle_out(const char* name, bool lower, const Tensor& self, std::int6
 Tensor& mlu_tril_out(const Tensor& s, std::int64_t k, Tensor& out) { return triangle_out("aten::tril.out", true, s, k, out); }
 Tensor& mlu_triu_out(const Tensor& s, std::int64_t k, Tensor& out) { return triangle_out("aten::triu.out", false, s, k, out); }
 
+// lerp.Tensor_out (a tensor weight; lerp_, quantile's interpolation): torch's two-sided formula
+// (Lerp.h) as one program over the three broadcast inputs, fp16 in fp32 rounded once.
+Tensor& mlu_lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out) {
+  constexpr const char* kName = "aten::lerp.Tensor_out";
+  OpScope op(kName, self);
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), kName, ": expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+  TORCH_CHECK(self.scalar_type() == weight.scalar_type(), kName, ": expected dtype ", self.scalar_type(),
+              " for `weight` but got dtype ", weight.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), kName, ": not implemented for '", self.scalar_type(), "'");
+  check_out_dtype(out, self.scalar_type(), kName);
+  const Tensor result = run_elementwise_program(
+      {self, end, weight}, "d = sub($1, $0); where(lt(abs($2), 0.5), add($0, mul($2, d)), sub($1, mul(d, sub(1.0, $2))))");
+  return write_out(result.scalar_type() == self.scalar_type() ? result : result.to(self.scalar_type()), out, kName);
+}
+
 // lerp.Scalar_out (lerp / lerp_ with a scalar weight reach it; torch.optim's Adam/AdamW foreach
 // path calls _foreach_lerp_, whose loop ends here).
 Tensor& mlu_lerp_scalar_out(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out) {
@@ -1614,6 +1683,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLU_REGISTER_COMPARE(eq, "eq")
   m.impl("isneginf.out", TORCH_FN(mlu_isneginf_out));
   m.impl("lerp.Scalar_out", TORCH_FN(mlu_lerp_scalar_out));
+  m.impl("lerp.Tensor_out", TORCH_FN(mlu_lerp_tensor_out));
   m.impl("bitwise_and.Tensor_out", TORCH_FN(mlu_bitwise_and_out));
   m.impl("bitwise_or.Tensor_out", TORCH_FN(mlu_bitwise_or_out));
   m.impl("bitwise_xor.Tensor_out", TORCH_FN(mlu_bitwise_xor_out));

@@ -9,6 +9,9 @@
 //   col2im = index_add of the columns (padding positions masked to 0) into zeros [N, C, H W],
 //   accumulated in fp32 for fp16 (CUDA's col2im sums each pixel in its accumulate type).
 // Shapes and errors: torch's im2col_shape_check / col2im_shape_check.
+// unfold_backward (Tensor.unfold's backward, istft's overlap-add): the windows' gradient
+//   [..., n_windows (at dim), ..., size] index_added into zeros of the input's sizes at positions
+//   window * step + k along dim (fp32 accumulation for fp16, as col2im).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/movedim.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -122,6 +126,32 @@ Tensor& mlu_col2im_out(const Tensor& self, c10::SymIntArrayRef output_size, at::
   return write_out(mlu_col2im(self, output_size, kernel, dilation, padding, stride), out, "aten::col2im");
 }
 
+Tensor mlu_unfold_backward(const Tensor& grad_in, c10::SymIntArrayRef input_sizes_sym, int64_t dim, int64_t size,
+                           int64_t step) {
+  constexpr const char* kName = "aten::unfold_backward";
+  OpScope op(kName, grad_in);
+  const at::IntArrayRef input_sizes = C10_AS_INTARRAYREF_SLOW(input_sizes_sym);
+  const int64_t ndim = static_cast<int64_t>(input_sizes.size());
+  const int64_t d = wrap_dim(dim, ndim, kName);
+  TORCH_CHECK(size > 0 && step > 0, kName, ": size (", size, ") and step (", step, ") must be positive");
+  TORCH_CHECK_NOT_IMPLEMENTED(ndim > 0, kName, ": the unfold of a 0-dim tensor is not supported on device mlu");
+  TORCH_CHECK(grad_in.dim() == ndim + 1 && grad_in.size(-1) == size, kName,
+              ": grad_in ", grad_in.sizes(), " is not the unfolded shape of ", input_sizes, " (dim ", d, ", size ",
+              size, ")");
+  const bool accumulate_fp32 = grad_in.scalar_type() == at::kHalf || grad_in.scalar_type() == at::kBFloat16;
+  const at::ScalarType acc = accumulate_fp32 ? at::kFloat : grad_in.scalar_type();
+  const Tensor result = at::zeros(input_sizes, grad_in.options().dtype(acc));
+  const int64_t windows = grad_in.size(d);
+  if (grad_in.numel() == 0) return result.to(grad_in.scalar_type());
+  const auto long_opts = at::TensorOptions().device(op.device()).dtype(at::kLong);
+  // position of (window w, tap k) = w step + k, in the windows' flattened (w, k) order
+  const Tensor positions = run_elementwise_program(
+      {at::arange(windows, long_opts).view({windows, 1}), at::arange(size, long_opts).view({1, size})},
+      "add(mul($0, " + std::to_string(step) + "), $1)").reshape({windows * size});
+  const Tensor src = grad_in.movedim(-1, d + 1).flatten(d, d + 1).to(acc);
+  return at::index_add(result, d, positions, src).to(grad_in.scalar_type());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -129,6 +159,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("im2col.out", TORCH_FN(mlu_im2col_out));
   m.impl("col2im", TORCH_FN(mlu_col2im));
   m.impl("col2im.out", TORCH_FN(mlu_col2im_out));
+  m.impl("unfold_backward", TORCH_FN(mlu_unfold_backward));
 }
 
 }  // namespace mlusim::bridge::ops

@@ -67,6 +67,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -1013,6 +1014,17 @@ Tensor run_program(at::TensorList inputs_in, c10::string_view program_text, bool
   const Program prog = Parser(text, inputs.size()).parse();
   const std::vector<TypeInfo> types = infer_types(prog, inputs);
   const at::ScalarType out_dtype = types[static_cast<std::size_t>(prog.output)].dtype;
+  const auto is_double = [](const Tensor& t) { return t.scalar_type() == at::kDouble; };
+  if (std::any_of(inputs.begin(), inputs.end(), is_double) || (out != nullptr && out->scalar_type() == at::kDouble)) {
+    // No fp64 on the VFU: float64 inputs narrowed to fp32 (narrow_float64's range check), the
+    // program run in fp32, its result widened to the dtype torch's promotion gives (or out's).
+    for (Tensor& t : inputs)
+      if (is_double(t)) t = narrow_float64(t, op.name());
+    const Tensor narrow_result = run_program(inputs, program_text, fp32_intermediates, nullptr);
+    if (out == nullptr) return narrow_result.to(out_dtype);
+    out->copy_(narrow_result);
+    return *out;
+  }
   std::vector<std::int64_t> shape = broadcast_all(inputs);
   Tensor y;
   if (out != nullptr) {

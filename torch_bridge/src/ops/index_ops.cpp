@@ -1,6 +1,6 @@
 // ATen indexing kernels over libmlu's index.h (index_select, gather, scatter_add, cat, embedding
 // forward and backward, nonzero), and what is built on them: advanced indexing (integer and
-// boolean-mask indices) and masked_select.
+// boolean-mask indices), masked_select and nonzero_static (nonzero cut or padded to a fixed size).
 //
 // torch 1.13 dispatch: index_select, gather, scatter_add(_), cat (structured: functional + .out),
 // embedding_dense_backward have CPU/CUDA kernels only and need ours; embedding is
@@ -23,6 +23,8 @@
 #include <ATen/ops/lt.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/index.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/broadcast_tensors.h>
 #include <c10/core/ScalarType.h>
@@ -426,6 +428,25 @@ Tensor nonzero(const Tensor& self) {
   return nonzero_out(self, out);
 }
 
+// nonzero_static: nonzero's first `size` rows, padded with rows of fill_value when there are
+// fewer (a shape known before the data, for compilers and exports).
+Tensor& nonzero_static_out(const Tensor& self, int64_t size, int64_t fill_value, Tensor& out) {
+  OpScope op("aten::nonzero_static", self);
+  const char* name = op.name();
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer, but got size: ", size);
+  check_out_dtype(out, at::kLong, name);
+  const Tensor found = at::nonzero(self);
+  const int64_t k = found.size(0);
+  if (k >= size) return write_out(found.narrow(0, 0, size), out, name);
+  const Tensor pad = at::full({size - k, self.dim()}, fill_value, found.options());
+  return write_out(at::cat({found, pad}, 0), out, name);
+}
+
+Tensor nonzero_static(const Tensor& self, int64_t size, int64_t fill_value) {
+  Tensor out = empty_on(self.device(), {0, self.dim()}, at::kLong);
+  return nonzero_static_out(self, size, fill_value, out);
+}
+
 // masked_select(self, mask) = self[mask] after broadcasting both: nonzero of the mask, then the
 // advanced-indexing gather.
 Tensor& masked_select_out(const Tensor& self, const Tensor& mask, Tensor& out) {
@@ -511,6 +532,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", TORCH_FN(index_select));
   m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("nonzero.out", TORCH_FN(nonzero_out));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static));
+  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("masked_select.out", TORCH_FN(masked_select_out));
   m.impl("index_select.out", TORCH_FN(index_select_out));

@@ -35,8 +35,15 @@
 //   _linalg_svd.U              compute_uv=False (svdvals, matrix_rank, cond, matrix_norm 2/nuc):
 //                              libmlu singular_values (one-sided Jacobi on A or A^T, whichever
 //                              is wide), sorted descending
-// Eigenvectors and singular vectors raise NotImplementedError: they are unique only up to sign
-// (and rotations within repeated values), and the device's Jacobi vectors would not be LAPACK's.
+//   _linalg_eigh.eigenvalues   compute_v=True (eigh, pinv(hermitian=True)): libmlu symmetric_eigen
+//                              (the rotations accumulated beside the matrix), the vectors
+//                              reordered with the sorted values
+//   _linalg_svd.U              compute_uv=True (svd, pinv, lowrank): libmlu singular_value_rotation
+//                              (U from the accumulated rotations), Vh = the rotated rows / s,
+//                              re-orthonormalised and completed by a Householder QR (geqrf +
+//                              householder_product) for zero values and full_matrices
+// Vectors are unique only up to sign (and rotations within repeated values): the device's are a
+// valid basis, not necessarily LAPACK's signs, as CUDA's cuSOLVER vectors are not either.
 //
 // Batch dims broadcast as in torch and are materialised (device copies) before the kernels.
 // Everything else in torch.linalg that is built from these (solve, inv, det, slogdet, logdet,
@@ -55,6 +62,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/eye.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/gather.h>
 #include <ATen/ops/geqrf.h>
 #include <ATen/ops/linalg_householder_product.h>
@@ -478,6 +486,11 @@ Tensor ormqr(const Tensor& input, const Tensor& tau, const Tensor& other, bool l
   return ormqr_out(input, tau, other, left, transpose, out);
 }
 
+// The rows of t ([..., k, c]) in the order `order` ([..., k], int64): row i is t[..., order[i], :].
+Tensor gather_rows(const Tensor& t, const Tensor& order) {
+  return t.gather(-2, order.unsqueeze(-1).expand(t.sizes()));
+}
+
 std::tuple<Tensor&, Tensor&> eigh_out(const Tensor& A, c10::string_view uplo, bool compute_v, Tensor& eigenvalues,
                                       Tensor& eigenvectors) {
   OpScope op("aten::_linalg_eigh.eigenvalues", A);
@@ -485,15 +498,43 @@ std::tuple<Tensor&, Tensor&> eigh_out(const Tensor& A, c10::string_view uplo, bo
   check_matrix(A, name, "A", true);
   check_float32(A, name, "A");
   TORCH_CHECK(uplo == "L" || uplo == "U", "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
-  TORCH_CHECK_NOT_IMPLEMENTED(!compute_v, name, ": eigenvectors (compute_v=True: linalg.eigh, pinv(hermitian=True)) "
-                              "are not implemented on device mlu; eigenvalues alone (linalg.eigvalsh) are");
   const Tensor sym = (uplo == "L" ? A.tril().add(A.tril(-1).mT()) : A.triu().add(A.triu(1).mT())).contiguous();
   Tensor w = empty_on(op.device(), with_tail(batch_of(sym), {sym.size(-1)}), at::kFloat);
-  op.check(mlu::symmetric_eigenvalues(op.handle(), desc(sym, name), sym.data_ptr(), desc(w, name), w.data_ptr()),
-           "symmetric_eigenvalues");
-  write_out(std::get<0>(w.sort(-1)), eigenvalues, name);
-  prepare_out(eigenvectors, op.device(), {0}, name);
+  if (!compute_v) {
+    op.check(mlu::symmetric_eigenvalues(op.handle(), desc(sym, name), sym.data_ptr(), desc(w, name), w.data_ptr()),
+             "symmetric_eigenvalues");
+    write_out(std::get<0>(w.sort(-1)), eigenvalues, name);
+    prepare_out(eigenvectors, op.device(), {0}, name);
+    return {eigenvalues, eigenvectors};
+  }
+  Tensor vt = empty_on(op.device(), sym.sizes(), at::kFloat);
+  op.check(mlu::symmetric_eigen(op.handle(), desc(sym, name), sym.data_ptr(), desc(w, name), w.data_ptr(),
+                                desc(vt, name), vt.data_ptr()),
+           "symmetric_eigen");
+  const auto [sorted, order] = w.sort(-1);
+  write_out(sorted, eigenvalues, name);
+  write_out(gather_rows(vt, order).mT(), eigenvectors, name);  // eigenvectors as columns
   return {eigenvalues, eigenvectors};
+}
+
+// Vh of a wide matrix (k <= l) from the one-sided Jacobi rows (`rows`, [..., k, l], orthogonal,
+// norms `s`, both in descending order of s): the rows divided by their norms (a row whose value
+// is at most max(k, l) eps s_max, numerically zero, stays zero), then re-orthonormalised and
+// completed by a Householder QR of their transpose, unit^T = Q R: R is diagonal +-1 for
+// orthonormal rows, so row i = sign(R_ii) Q[:, i]; a zero row becomes Q's i-th column, and
+// Q's columns k..l-1 complete the basis for full_matrices. Returns [..., complete ? l : k, l].
+Tensor right_singular_vectors(const Tensor& rows, const Tensor& s, bool complete) {
+  const int64_t k = rows.size(-2), l = rows.size(-1);
+  if (k == 0) return complete ? at::eye(l, rows.options()).expand(with_tail(batch_of(rows), {l, l})).contiguous() : rows;
+  const double eps = 1.1920928955078125e-07;  // float32's machine epsilon
+  const Tensor tol = s.narrow(-1, 0, 1).mul(eps * static_cast<double>(std::max(k, l)));
+  const Tensor nonzero = s.gt(tol).unsqueeze(-1);
+  const Tensor unit = at::where(nonzero, rows.div(s.unsqueeze(-1)), at::zeros({}, rows.options()));
+  const auto [qr, tau] = at::geqrf(unit.mT());
+  const Tensor q = complete ? full_q(qr, tau) : at::linalg_householder_product(qr, tau);
+  const Tensor signs = at::where(qr.diagonal(0, -2, -1).lt(0.0), -1.0, 1.0).to(at::kFloat);
+  const Tensor leading = q.narrow(-1, 0, k).mT().mul(signs.unsqueeze(-1));
+  return complete && l > k ? at::cat({leading, q.narrow(-1, k, l - k).mT()}, -2) : leading;
 }
 
 std::tuple<Tensor&, Tensor&, Tensor&> svd_out(const Tensor& A, bool full_matrices, bool compute_uv,
@@ -502,16 +543,31 @@ std::tuple<Tensor&, Tensor&, Tensor&> svd_out(const Tensor& A, bool full_matrice
   const char* name = op.name();
   check_matrix(A, name, "A", false);
   check_float32(A, name, "A");
-  TORCH_CHECK_NOT_IMPLEMENTED(!compute_uv, name, ": singular vectors (compute_uv=True: linalg.svd, pinv, and "
-                              "svdvals of an input that requires grad) are not implemented on device mlu; singular "
-                              "values alone (linalg.svdvals) are");
-  const Tensor wide = (A.size(-2) <= A.size(-1) ? A : A.mT()).contiguous();
-  Tensor s = empty_on(op.device(), with_tail(batch_of(wide), {wide.size(-2)}), at::kFloat);
-  op.check(mlu::singular_values(op.handle(), desc(wide, name), wide.data_ptr(), desc(s, name), s.data_ptr()),
-           "singular_values");
-  write_out(std::get<0>(s.sort(-1, /*descending=*/true)), S, name);
-  prepare_out(U, op.device(), {0}, name);
-  prepare_out(Vh, op.device(), {0}, name);
+  const bool tall = A.size(-2) > A.size(-1);
+  const Tensor wide = (tall ? A.mT() : A).contiguous();
+  const int64_t k = wide.size(-2), l = wide.size(-1);
+  Tensor s = empty_on(op.device(), with_tail(batch_of(wide), {k}), at::kFloat);
+  if (!compute_uv) {
+    op.check(mlu::singular_values(op.handle(), desc(wide, name), wide.data_ptr(), desc(s, name), s.data_ptr()),
+             "singular_values");
+    write_out(std::get<0>(s.sort(-1, /*descending=*/true)), S, name);
+    prepare_out(U, op.device(), {0}, name);
+    prepare_out(Vh, op.device(), {0}, name);
+    return {U, S, Vh};
+  }
+  Tensor qt = empty_on(op.device(), with_tail(batch_of(wide), {k, k}), at::kFloat);
+  Tensor rotated = empty_on(op.device(), wide.sizes(), at::kFloat);
+  op.check(mlu::singular_value_rotation(op.handle(), desc(wide, name), wide.data_ptr(), desc(s, name), s.data_ptr(),
+                                        desc(qt, name), qt.data_ptr(), desc(rotated, name), rotated.data_ptr()),
+           "singular_value_rotation");
+  const auto [sorted, order] = s.sort(-1, /*descending=*/true);
+  write_out(sorted, S, name);
+  // wide = Q diag(s) Vh_wide with Q's columns = qt's rows (libmlu singular_value_rotation).
+  const Tensor u_wide = gather_rows(qt, order).mT();
+  const Tensor vh_wide = right_singular_vectors(gather_rows(rotated, order), sorted, full_matrices);
+  // A tall A is wide^T = Vh_wide^T diag(s) Q^T.
+  write_out(tall ? vh_wide.mT() : u_wide, U, name);
+  write_out(tall ? u_wide.mT() : vh_wide, Vh, name);
   return {U, S, Vh};
 }
 

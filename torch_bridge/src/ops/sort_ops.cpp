@@ -11,12 +11,24 @@
 //                                      values and indices by gather
 //   _unique2, unique_consecutive       sort (unique), runs of equal neighbours: masked_select of
 //                                      the run starts, a cumsum for the inverse, scatter_add counts
+//   mode / mode.values                 stable sort along dim; each sorted position's place in its
+//                                      run of equal values (position - the run's start, a cummax
+//                                      of the run starts); the first longest run (argmax) is the
+//                                      smallest of the most frequent values, its index the last
+//                                      occurrence in the input (amax of the matching positions),
+//                                      as the CPU's
 //
 // argsort, msort, sort (no stable flag) and the .dim functional forms of kthvalue / median /
 // nanmedian are torch composites over these. Backwards are torch's formulas (gather/scatter on
 // the indices). NaN sorts as the largest value (torch's order); -0.0 comes back as 0.0.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/argmax.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/cummax.h>
+#include <ATen/ops/eq.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/masked_select.h>
@@ -178,6 +190,51 @@ std::tuple<Tensor&, Tensor&> mlu_nanmedian_dim_values(const Tensor& self, int64_
   return median_dim_out("aten::nanmedian", self, dim, keepdim, values, indices, true);
 }
 
+// ---- mode ---------------------------------------------------------------------------------------------------
+
+std::tuple<Tensor&, Tensor&> mlu_mode_values(const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+                                             Tensor& indices) {
+  OpScope op("aten::mode", self);
+  const char* name = op.name();
+  const int64_t d = wrap_dim(dim, self.dim(), name);
+  check_out_dtype(indices, at::kLong, name);
+  if (self.dim() == 0) {
+    write_out(self.clone(), values, name);
+    return {values, write_out(at::zeros({}, self.options().dtype(at::kLong)), indices, name)};
+  }
+  TORCH_CHECK_INDEX(self.size(d) > 0, "mode(): Expected reduction dim ", d, " to have non-zero size.");
+  const int64_t n = self.size(d);
+  const Tensor x = self.movedim(d, -1).contiguous();
+  const auto [sorted, perm] = x.sort(/*stable=*/true, -1, /*descending=*/false);
+  const Tensor pos = at::arange(n, x.options().dtype(at::kLong));
+  std::vector<int64_t> first_sizes(x.sizes().begin(), x.sizes().end());
+  first_sizes.back() = 1;
+  const Tensor starts = at::cat({at::ones(first_sizes, x.options().dtype(at::kBool)),
+                                 at::ne(sorted.narrow(-1, 1, n - 1), sorted.narrow(-1, 0, n - 1))},
+                                -1);
+  const Tensor run_start = std::get<0>(at::cummax(at::where(starts, pos, 0), -1));
+  const Tensor best = at::argmax(pos.sub(run_start), -1, /*keepdim=*/true);
+  Tensor v = sorted.gather(-1, best);
+  Tensor idx = at::where(at::eq(x, v), pos, -1).amax(-1, /*keepdim=*/true);
+  if (keepdim) {
+    v = v.movedim(-1, d);
+    idx = idx.movedim(-1, d);
+  } else {
+    v = v.squeeze(-1);
+    idx = idx.squeeze(-1);
+  }
+  write_out(v, values, name);
+  write_out(idx, indices, name);
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> mlu_mode(const Tensor& self, int64_t dim, bool keepdim) {
+  Tensor values = empty_on(self.device(), {0}, self.scalar_type());
+  Tensor indices = empty_on(self.device(), {0}, at::kLong);
+  mlu_mode_values(self, dim, keepdim, values, indices);
+  return {values, indices};
+}
+
 // ---- unique, unique_consecutive ------------------------------------------------------------------------
 
 // The runs of equal neighbours of a flat `s` (sorted for unique; NaN != NaN, so every NaN is its
@@ -229,6 +286,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("median.dim_values", TORCH_FN(mlu_median_dim_values));
   m.impl("nanmedian", TORCH_FN(mlu_nanmedian));
   m.impl("nanmedian.dim_values", TORCH_FN(mlu_nanmedian_dim_values));
+  m.impl("mode", TORCH_FN(mlu_mode));
+  m.impl("mode.values", TORCH_FN(mlu_mode_values));
 }
 
 }  // namespace mlusim::bridge::ops

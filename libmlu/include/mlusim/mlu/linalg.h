@@ -112,10 +112,24 @@ Status householder_product(Handle* h, const TensorDesc& v, const void* v_ptr, co
 // after jacobi_sweeps(n) cyclic Jacobi sweeps.
 Status symmetric_eigenvalues(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& w, void* w_ptr);
 
+// symmetric_eigenvalues plus the eigenvectors: v ([*, n, n], fp32, contiguous) receives them as
+// rows (v[b][i] is the unit eigenvector of w[b][i]; V = v^T is orthogonal): the product of the
+// sweeps' rotations, accumulated in NRAM beside the matrix (n^2 more floats per core).
+Status symmetric_eigen(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& w, void* w_ptr,
+                       const TensorDesc& v, void* v_ptr);
+
 // Singular values of every matrix of a ([*, k, l], fp32, contiguous, k <= l: pass A^T for a tall
 // A) into s ([*, k], fp32), in no particular order: the row norms after jacobi_sweeps(k) sweeps of
 // one-sided Jacobi.
 Status singular_values(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& s, void* s_ptr);
+
+// singular_values plus what the vectors are made of: qt ([*, k, k], fp32, contiguous) the product
+// Q^T of the sweeps' rotations (orthogonal) and rotated ([*, k, l]) the rows after the sweeps,
+// rotated = Q^T a, orthogonal, with norms s. So a = Q diag(s) Vh with U = Q (U's columns are qt's
+// rows) and Vh's rows = rotated's rows / s (the caller normalises, sorts and completes them; a
+// zero singular value leaves a zero row). NRAM: k^2 more floats per core.
+Status singular_value_rotation(Handle* h, const TensorDesc& a, const void* a_ptr, const TensorDesc& s, void* s_ptr,
+                               const TensorDesc& qt, void* qt_ptr, const TensorDesc& rotated, void* rotated_ptr);
 
 // The fixed number of Jacobi sweeps for n x n (or n rows): 5 + 2 ceil(log2 n). Cyclic Jacobi
 // converges quadratically once the off-diagonal part is small, typically in 5-10 sweeps for the
