@@ -29,7 +29,9 @@ float16: a sample that differs from the CPU beyond the tolerance still passes wh
 result is no farther from the op's float64 result (same inputs, upcast, on the CPU) than the CPU's
 own (PyTorch's rule for low-precision comparisons, test/test_ops.py _ref_test_helper; the CPU's
 float16 kernels round intermediates that the device, as CUDA, keeps in float32); the JSON lists
-those samples ("closer_than_cpu") and the summary names the ops. Outputs that CUDA returns in
+those samples ("closer_than_cpu") and the summary names the ops. float32 samples take the same
+rule only when the CPU's result itself fails the tolerance against the float64 result rounded to
+float32 (ill-conditioned samples, where no float32 implementation matches the CPU). Outputs that CUDA returns in
 float32 for float16 inputs (ACC_TYPE_OUTPUTS: layer and batch norm statistics) are rounded to the
 CPU's dtype before the comparison.
 sort and argsort without stable=True leave the order of equal values unspecified (torch.sort's
@@ -304,10 +306,14 @@ class Runner:
         absolute difference). The CPU's float16 kernels round intermediates to float16 where the
         device, as CUDA, keeps float32 (col2im's adds in conv_transpose, batch norm's saved
         statistics, ...): such a device result is closer to the exact one and still differs from
-        the CPU's. Shapes, dtypes and every non-floating output must match exactly."""
+        the CPU's. Shapes, dtypes and every non-floating output must match exactly.
+        float32 takes the rule only where the CPU's own result is outside the tolerance of the
+        float64 result rounded to float32 (an ill-conditioned sample: matrix_exp of a matrix of
+        norm ~27 has entries up to 9e4 and the CPU's fp32 error reaches 5e-2 there), so that no
+        float32 implementation could match the CPU except by repeating its roundings."""
         torch = self.torch
         from torch.utils._pytree import tree_flatten
-        if self.dtype not in (torch.float16, torch.bfloat16) or self._meta(out) != self._meta(ref):
+        if self._meta(out) != self._meta(ref):
             return False
         try:
             precise = process(self._call(op, self._map(self.clone(original), lambda t: t.double() if t.is_floating_point() else t)))
@@ -316,6 +322,11 @@ class Runner:
         outs, refs, precs = tree_flatten(out)[0], tree_flatten(ref)[0], tree_flatten(self.to_cpu(precise))[0]
         if not len(outs) == len(refs) == len(precs):
             return False
+        if self.dtype not in (torch.float16, torch.bfloat16):
+            rounded = [p.to(r.dtype) if isinstance(p, torch.Tensor) and isinstance(r, torch.Tensor) else p
+                       for p, r in zip(precs, refs)]
+            if self.compare(refs, rounded, True) is None:
+                return False  # the CPU matches the exact result: the plain comparison decides
         dev_d = cpu_d = 0.0
         for o, r, p in zip(outs, refs, precs):
             if not isinstance(o, torch.Tensor) or not o.is_floating_point():

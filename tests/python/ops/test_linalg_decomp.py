@@ -4,7 +4,8 @@ NRAM) against torch's CPU results: lu_factor(_ex), lu, lu_unpack, lu_solve, solv
 det, slogdet, logdet, solve_triangular, triangular_solve, cholesky(_ex), cholesky_solve,
 cholesky_inverse, geqrf, householder_product, qr, ormqr, eigvalsh, svdvals (and cond,
 matrix_norm, matrix_rank through them), eigh and svd with their vectors (compared up to sign, and
-as an orthonormal basis that rebuilds the matrix), pinv, a gradient through solve and det, and the refusals (float16/float64, matrices
+as an orthonormal basis that rebuilds the matrix), pinv, polar, matrix_sqrth, matrix_exp, a
+gradient through solve and det, and the refusals (float16/float64, matrices
 larger than a core's NRAM)."""
 
 import pytest
@@ -206,6 +207,20 @@ def test_svd_of_a_rank_deficient_matrix_completes_the_basis():
     close(u.mT @ u, torch.eye(5))
     close(vh @ vh.mT, torch.eye(4))
     close(torch.linalg.pinv(dev(a)), torch.linalg.pinv(a), atol=1e-4, rtol=1e-3)
+
+
+def test_matrix_functions_polar_sqrth_and_exp():
+    a = rand(2, 5, 3, seed=30)
+    u, h = torch.linalg.polar(dev(a))
+    u_ref, h_ref = torch.linalg.polar(a)
+    close(u, u_ref)
+    close(h, h_ref)
+    s = spd(2, 4, 4, seed=31)
+    close(torch.linalg.matrix_sqrth(dev(s)), torch.linalg.matrix_sqrth(s))
+    # per-matrix scaling: a batch with norms from 1e-8 (degree 1) to ~40 (5 squarings)
+    m = torch.stack([rand(4, 4, seed=32) * 1e-8, rand(4, 4, seed=33) * 0.3, rand(4, 4, seed=34) * 10])
+    close(torch.linalg.matrix_exp(dev(m)), torch.linalg.matrix_exp(m), atol=1e-4, rtol=1e-4)
+    close(torch.linalg.matrix_exp(dev(torch.zeros(3, 3))), torch.eye(3))
 
 
 def test_gradients_through_solve_and_det_match_the_cpu():

@@ -1,5 +1,6 @@
 """Resampling on the device (src/ops/sampling_ops.cpp: F.grid_sample and bicubic interpolation;
-fold_ops.cpp: F.unfold / F.fold) against torch's CPU results, forward and backward (input and grid
+fold_ops.cpp: F.unfold / F.fold and Tensor.unfold's backward; antialias_resize_ops.cpp: interpolate
+with antialias=True) against torch's CPU results, forward and backward (input and grid
 gradients), float32, with non-contiguous / channels_last inputs, empty batches and float16."""
 
 import pytest
@@ -83,6 +84,22 @@ def test_bicubic_channels_last_and_half():
     h = F.interpolate(x.half().to(DEV), scale_factor=2, mode="bicubic", align_corners=True).cpu()
     torch.testing.assert_close(h, F.interpolate(x.half().float(), scale_factor=2, mode="bicubic", align_corners=True).half(),
                                rtol=1e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("kw", [{"size": (3, 7)}, {"scale_factor": 0.4}, {"scale_factor": 1.7}])
+def test_antialiased_resize_matches_cpu(mode, align, kw):
+    # antialias=True: the separable filter as two GEMMs (antialias_resize_ops.cpp), down- and upsampling
+    x = torch.randn(2, 3, 9, 8, generator=gen(11))
+    check_fwd_bwd(lambda a: F.interpolate(a, mode=mode, antialias=True, align_corners=align, **kw), x)
+
+
+def test_unfold_backward_is_overlap_add():
+    # Tensor.unfold's backward (istft's overlap-add): overlapping windows accumulate
+    x = torch.randn(3, 11, generator=gen(12))
+    check_fwd_bwd(lambda a: a.unfold(1, 4, 2), x)
+    check_fwd_bwd(lambda a: a.unfold(0, 2, 1), x)
 
 
 @pytest.mark.parametrize("args", [dict(kernel_size=2), dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2)),

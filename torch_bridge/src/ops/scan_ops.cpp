@@ -22,7 +22,8 @@
 //   multinomial (+ out=)    inverse-CDF sampling: the rows' cumsum (fp32), uniforms from the device
 //                            generator (uniform_) scaled by each row's total, searchsorted(right)
 //                            for the first category whose cumulative weight exceeds them (zero
-//                            weights are never drawn); without replacement only one sample per row
+//                            weights are never drawn); without replacement and more than one
+//                            sample, torch's exponential race: topk of p / q, q ~ Exp(1)
 //
 // The scanned dim is moved last and made contiguous (a device copy unless it already is), the
 // results are moved back. cummax/cummin/logcumsumexp/cumsum functional forms are torch's
@@ -33,7 +34,11 @@
 #include <ATen/ops/amax.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/min.h>
 #include <ATen/ops/searchsorted.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/topk.h>
 #include <torch/library.h>
 
 #include <string>
@@ -165,10 +170,20 @@ Tensor mlu_multinomial(const Tensor& self, c10::SymInt num_samples_sym, bool rep
   TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
   const int64_t categories = self.size(-1);
   TORCH_CHECK(replacement || n <= categories, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-  TORCH_CHECK_NOT_IMPLEMENTED(replacement || n == 1, name,
-                              ": sampling more than one category per row without replacement is not implemented on "
-                              "device mlu (num_samples=1 or replacement=True)");
   const Tensor p = self.dim() == 1 ? self.unsqueeze(0) : self;
+  if (!replacement && n > 1) {
+    // Without replacement: the exponential race (torch's own algorithm, Gumbel top-k): the n
+    // largest p / q with q ~ Exp(1) drawn on the device; a zero weight is never among them while
+    // every row has n positive weights (checked, as torch).
+    const int64_t fewest = at::min(at::sum(at::gt(p, 0), -1)).item<int64_t>();
+    TORCH_CHECK(fewest >= n, name, ": invalid multinomial distribution (with replacement=False, not enough "
+                "non-negative category to sample)");
+    Tensor q = at::empty(p.sizes(), p.options().dtype(at::kFloat));
+    q.exponential_(1.0, gen);
+    const Tensor keys = run_elementwise_program({p, q}, "div(cast($0, f32), $1)");
+    const Tensor idx = std::get<1>(at::topk(keys, n, -1));
+    return self.dim() == 1 ? idx.squeeze(0) : idx;
+  }
   const Tensor cdf = at::cumsum(p, -1, at::kFloat);
   Tensor u = at::empty({p.size(0), n}, p.options().dtype(at::kFloat));
   u.uniform_(0.0, 1.0, gen);
