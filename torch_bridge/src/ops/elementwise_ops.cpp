@@ -116,7 +116,7 @@ Operand operand(const char* name, const Tensor& t, const c10::Device& device, co
   check_on_device(t, device, name, arg);
   // A view whose elements share memory (unfold / as_strided frames, stft's windows) is read
   // through a dense copy: libmlu descriptors describe non-overlapping layouts only.
-  if (overlaps_itself(t)) return Operand{t.contiguous(), 0.0};
+  if (!t.is_non_overlapping_and_dense() && overlaps_itself(t)) return Operand{t.contiguous(), 0.0};
   return Operand{t, 0.0};
 }
 
