@@ -7,12 +7,12 @@ Each rank simulates the config's system and trains on chip LOCAL_RANK of it (ran
 chip r; see torch_mlu/distributed.py). Every rank builds the same model from seed 0 and takes its
 slice of a fixed global batch (--batch-per-rank samples each). Modes:
   ddp    DistributedDataParallel
-  fsdp2  fully_shard on every block (resnet: every bottleneck; gpt2: every transformer block) and
+  fsdp2  fully_shard on every block (resnet: every residual block; gpt2: every transformer block) and
          on the root
 BatchNorm layers become SyncBatchNorm (statistics over the whole global batch, so a step is the
 step of one device on the whole batch) unless --local-bn keeps them per rank, the usual choice
 for throughput (then --check is refused: the step is a different computation).
-Models: resnet50 (torchvision, 10 classes, 32x32 images) and gpt2 (transformers GPT2LMHeadModel,
+Models: resnet18 and resnet50 (torchvision, 10 classes, 32x32 images) and gpt2 (transformers GPT2LMHeadModel,
 a small configuration: --gpt2-layers, 128 wide, 4 heads, vocabulary 1000, dropout off; the
 language-model loss on random tokens).
 
@@ -45,11 +45,11 @@ import torch_mlu  # noqa: F401  (device "mlu", backend "cncl")
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=("resnet50", "gpt2"), default="resnet50")
+    p.add_argument("--model", choices=("resnet18", "resnet50", "gpt2"), default="resnet50")
     p.add_argument("--mode", choices=("ddp", "fsdp2"), default="ddp")
     p.add_argument("--steps", type=int, default=1, help="training steps (>= 1; default 1)")
     p.add_argument("--batch-per-rank", type=int, default=2, help="samples per rank per step (>= 1; default 2)")
-    p.add_argument("--image-size", type=int, default=32, help="resnet50 input size (>= 32; default 32)")
+    p.add_argument("--image-size", type=int, default=32, help="resnet input size (>= 32; default 32)")
     p.add_argument("--seq-len", type=int, default=32, help="gpt2 tokens per sample (2..64; default 32)")
     p.add_argument("--gpt2-layers", type=int, default=2, help="gpt2 transformer blocks (>= 1; default 2)")
     p.add_argument("--lr", type=float, default=0.01)
@@ -64,16 +64,16 @@ def parse_args(argv):
             p.error(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(args, name)}")
     if not 2 <= args.seq_len <= 64:
         p.error(f"--seq-len must be in 2..64, got {args.seq_len}")
-    if args.check and args.local_bn and args.model == "resnet50":
+    if args.check and args.local_bn and args.model != "gpt2":
         p.error("--check compares with single-device training, which --local-bn does not compute")
     return args
 
 
 def build_model(args):
     torch.manual_seed(0)
-    if args.model == "resnet50":
+    if args.model != "gpt2":
         import torchvision
-        return torchvision.models.resnet50(num_classes=10)
+        return getattr(torchvision.models, args.model)(num_classes=10)
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(n_layer=args.gpt2_layers, n_embd=128, n_head=4, vocab_size=1000, n_positions=64,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
@@ -83,20 +83,20 @@ def build_model(args):
 def global_batch(args, world):
     g = torch.Generator().manual_seed(1)
     n = args.batch_per_rank * world
-    if args.model == "resnet50":
+    if args.model != "gpt2":
         return torch.randn(n, 3, args.image_size, args.image_size, generator=g), torch.randint(0, 10, (n,), generator=g)
     tokens = torch.randint(0, 1000, (n, args.seq_len), generator=g)
     return tokens, tokens
 
 
 def loss_of(model, args, inputs, targets):
-    if args.model == "resnet50":
+    if args.model != "gpt2":
         return torch.nn.functional.cross_entropy(model(inputs), targets)
     return model(input_ids=inputs, labels=targets).loss
 
 
 def blocks(model, args):
-    if args.model == "resnet50":
+    if args.model != "gpt2":
         return [b for layer in (model.layer1, model.layer2, model.layer3, model.layer4) for b in layer]
     return list(model.transformer.h)
 

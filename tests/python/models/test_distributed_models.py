@@ -1,6 +1,6 @@
 """Data-parallel training of real models on 2 simulated chips (examples/ddp_train.py under
 torchrun, backend "cncl", mlu370-x8): a transformers GPT-2 with DDP and with FSDP2, and a
-torchvision resnet50 with DDP and SyncBatchNorm, each against one device training on the
+torchvision resnet18 with DDP and SyncBatchNorm, each against one device training on the
 concatenated batch. The 4- and 8-chip runs are in bench/ddp_scaling.py (too slow for the suite
 on 2 cores)."""
 
@@ -70,17 +70,16 @@ def test_gpt2_step_matches_one_device_on_the_whole_batch(tmp_path, mode):
         assert any(s < b and e > a for a, b in reduces for _, s, e in busy), "no all-reduce overlaps the training queue"
 
 
-def test_resnet50_ddp_with_sync_batch_norm_matches_one_device(tmp_path):
+def test_resnet_ddp_with_sync_batch_norm_matches_one_device(tmp_path):
     """SyncBatchNorm makes the statistics those of the whole batch (its five ATen ops run on the
-    device, and its all-gather of per-rank statistics is a cncl all_gather_into_tensor). The loss
-    matches to fp32 rounding. The parameters after the step match as well as fp32 allows for
-    BatchNorm over 4 samples of 2x2 maps in the last stage: the same step on the CPU in fp32 is
-    2.9% (relative norm) off the same step in fp64, the device's single-chip run 1.9%; the
-    data-parallel run is 2.0% off the single-chip one."""
-    _, ranks = train(tmp_path, "--model", "resnet50", "--mode", "ddp", "--image-size", "64")
+    device, and its all-gather of per-rank statistics is a cncl all_gather_into_tensor). resnet18
+    at 64x64: the same SyncBatchNorm and DDP code paths as resnet50 at less than half the
+    simulation time. The loss matches to fp32 rounding; the parameters after the step are
+    5.2e-6 (relative norm) off the single-device step on the whole batch."""
+    _, ranks = train(tmp_path, "--model", "resnet18", "--mode", "ddp", "--image-size", "64")
     for f in ranks:
-        assert f["mean_rank_loss"] == pytest.approx(f["reference_loss"], rel=1e-4)
-        assert f["rel_param_diff"] < 0.05, f
+        assert f["mean_rank_loss"] == pytest.approx(f["reference_loss"], rel=1e-5)
+        assert f["rel_param_diff"] < 1e-4, f
     comm = ranks[0]["comm"]
-    assert comm["all_gather"]["calls"] == 53  # one per SyncBatchNorm layer in forward
-    assert comm["all_reduce"]["calls"] >= 53  # one per layer in backward, and DDP's buckets
+    assert comm["all_gather"]["calls"] == 20  # one per SyncBatchNorm layer in forward
+    assert comm["all_reduce"]["calls"] >= 20  # one per layer in backward, and DDP's buckets
