@@ -248,7 +248,7 @@ void run_conv_layer(benchmark::State& state, const ConvLayer& l, std::int64_t n,
           check(mlu::conv2d_forward(s.h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv");
           break;
         case ConvOp::kBackwardData:
-          check(mlu::conv2d_backward_data(s.h, p, y, py, w, pw, x, px, pws, ws), "conv backward data");
+          check(mlu::conv2d_backward_data(s.h, p, y, py, w, pw, nullptr, nullptr, x, px, pws, ws), "conv backward data");
           break;
         case ConvOp::kBackwardWeight:
           check(mlu::conv2d_backward_weight(s.h, p, x, px, y, py, w, pw, pws, ws), "conv backward weight");

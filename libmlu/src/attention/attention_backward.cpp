@@ -134,7 +134,7 @@ void dq_kernel(const BackwardArgs& a) {
     const auto nr = static_cast<std::size_t>(it.nr), nc = static_cast<std::size_t>(nc_);
     const Addr S = s[slot];
     if (st.first) {
-      dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, q[qs], q[qs], pr.scale, nr * D);
+      if (!pr.scale_scores) dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, q[qs], q[qs], pr.scale, nr * D);
       dev::vec_unary(VecUnaryOp::kNeg, kF32, negl[qs], negl[qs], nr);
       // D = rowsum(dO ∘ O), in fp32.
       nn::widen_f32(pr.in, o32[qs], nr * Dv);
@@ -150,6 +150,7 @@ void dq_kernel(const BackwardArgs& a) {
     const bool bias = pr.mask_kind != MaskKind::kNone || (pr.causal && c0 + nc_ - 1 > it.r0);
     if (pr.mask_kind != MaskKind::kNone) mask_apply(pr, S, rows[slot], ones, nr, nc, false);
     product(plan, pr.in, S, q[qs], kb[slot], nr, D, nc, true, bias);  // S (+)= scale Q K^T
+    if (pr.scale_scores) dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, S, S, pr.scale, nr * nc);
     nn::tile::broadcast_rows(S, negl[qs], ones, nr, nc, true);      // S - lse
     dev::vec_unary(VecUnaryOp::kExp, kF32, S, S, nr * nc);          // P
     product(plan, pr.in, dp, dO[qs], vb[slot], nr, Dv, nc, true, false);  // dP = dO V^T
@@ -250,12 +251,14 @@ void dkdv_kernel(const BackwardArgs& a) {
       const auto [q0, nq_] = query_block(st.block);
       const auto nq = static_cast<std::size_t>(nq_);
       const Addr ST = st_[slot];
-      if (st.first) dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, kr[ks], kr[ks], pr.scale, nk * D);
+      if (st.first && !pr.scale_scores)
+        dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, kr[ks], kr[ks], pr.scale, nk * D);
       dev::vec_unary(VecUnaryOp::kNeg, kF32, negl[slot], negl[slot], nq);
       dev::vec_unary(VecUnaryOp::kNeg, kF32, negd[slot], negd[slot], nq);
       const bool bias = pr.mask_kind != MaskKind::kNone || (pr.causal && it.k0 + it.nk - 1 > q0);
       if (pr.mask_kind != MaskKind::kNone) mask_apply(pr, ST, rows[slot], ones, nq, nk, true);
       product(a.plan, pr.in, ST, kr[ks], qw[slot], nk, D, nq, true, bias);  // S^T (+)= scale K Q^T
+      if (pr.scale_scores) dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, ST, ST, pr.scale, nk * nq);
       nn::tile::broadcast_cols(ST, ones, negl[slot], nk, nq, true);         // S^T - lse
       dev::vec_unary(VecUnaryOp::kExp, kF32, ST, ST, nk * nq);              // P^T
       Addr pt = ST;

@@ -87,6 +87,9 @@ Status make_problem(Handle* h, const char* op, const AttentionParams& p, const T
   }
   pr.in = q.dtype();
   pr.scale = static_cast<float>(p.scale);
+  int exponent = 0;
+  const bool power_of_two = std::frexp(p.scale, &exponent) == 0.5;
+  pr.scale_scores = q.dtype() != DType::kFloat32 && p.scale > 0.0 && !power_of_two;
   pr.causal = p.causal;
   pr.q = view_of(q, q_ptr), pr.k = view_of(k, k_ptr), pr.v = view_of(v, v_ptr), pr.o = view_of(o, o_ptr);
   pr.mask_kind = MaskKind::kNone;
@@ -210,7 +213,8 @@ Status plan_attention(const Handle& h, const char* op, const Problem& pr, Kernel
       if (nram > h.nram_bytes() || wram > h.wram_bytes()) continue;
       const std::int64_t nr = std::max<std::int64_t>(1, std::min(r, resident)), nc = std::max<std::int64_t>(1, std::min(c, streamed));
       double block = 0, bytes = 0;
-      const double passes = (kind == KernelKind::kForward ? 3 : 4) + t + io_extra + (es != 4 ? 1 : 0);
+      const double passes =
+          (kind == KernelKind::kForward ? 3 : 4) + t + io_extra + (es != 4 ? 1 : 0) + (pr.scale_scores ? 1 : 0);
       if (kind == KernelKind::kForward) {
         block = mm(nr, D, nc) + mm(nr, nc, Dv) + passes * vfu(nr * nc) + 2 * vfu(nr * Dv);
         bytes = static_cast<double>(nc * (D + Dv)) * es;
@@ -359,7 +363,10 @@ void mask_apply(const Problem& pr, Addr tile, Addr row, Addr ones, std::size_t n
   const bool boolean = pr.mask.dtype == DType::kBool;
   const auto to_bias = [&](Addr buf, std::size_t n) {
     nn::widen_f32(pr.mask.dtype, buf, n);
-    if (boolean) dev::vec_unary(sim::VecUnaryOp::kLog, DType::kFloat32, buf, buf, n);  // 1 -> 0, 0 -> -inf
+    if (boolean)
+      dev::vec_unary(sim::VecUnaryOp::kLog, DType::kFloat32, buf, buf, n);  // 1 -> 0, 0 -> -inf
+    else if (pr.scale_scores)  // the tile is multiplied by the scale after the product
+      dev::vec_binary_scalar(sim::VecBinaryOp::kDiv, DType::kFloat32, buf, buf, pr.scale, n);
   };
   if (pr.mask_kind == MaskKind::kRowBroadcast) {
     to_bias(row, nk);

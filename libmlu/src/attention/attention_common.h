@@ -42,6 +42,14 @@ struct Problem {
   std::int64_t batch = 0, heads = 0, L = 0, S = 0, D = 0, Dv = 0;
   DType in = DType::kFloat32;  // q, k, v, o (and do, dq, dk, dv)
   float scale = 1.0f;
+  // Where the scale multiplies. Q once per block (in the input dtype) when that is exact: fp32
+  // inputs or a power-of-two scale. Otherwise (fp16/bf16, e.g. 1/sqrt(128)) each fp32 score tile,
+  // after the product, as CUDA's flash kernels do: Q x scale rounded to fp16 shifts a score s by
+  // up to |s| 2^-11 (0.1 at s = 200, a 10% error in exp), where the fp32 multiply is exact to 2^-24.
+  // A float mask is divided by the scale before the product accumulates onto it (bool and causal
+  // biases, 0 / -inf, need nothing). Negative scales keep the Q multiply (the causal -inf would
+  // change sign).
+  bool scale_scores = false;
   bool causal = false;
   MaskKind mask_kind = MaskKind::kNone;
   View4 q, k, v, o, mask;

@@ -107,13 +107,14 @@ void forward_kernel(const ForwardArgs& a) {
     const bool first = st.block == 0, last = st.block == it.last_block;
     const Addr S = s[slot];
     if (first) {
-      dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, q[qslot], q[qslot], pr.scale, nr * D);
+      if (!pr.scale_scores) dev::vec_binary_scalar(VecBinaryOp::kMul, pr.in, q[qslot], q[qslot], pr.scale, nr * D);
       dev::vec_fill(kF32, m, -FLT_MAX, nr);  // finite: exp(S - m) is never inf - inf
       dev::vec_fill(kF32, l, 0.0, nr);
     }
     const bool bias = pr.mask_kind != MaskKind::kNone || straddles(it, c0, nc_);
     if (pr.mask_kind != MaskKind::kNone) mask_apply(pr, S, rows[slot], ones, nr, nc, false);
     product(plan, pr.in, S, q[qslot], kb[slot], nr, D, nc, true, bias);  // S (+)= scale Q K^T
+    if (pr.scale_scores) dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, S, S, pr.scale, nr * nc);
     dev::vec_reduce(VecReduceOp::kMax, kF32, mx, S, nr, nc);
     dev::vec_binary(VecBinaryOp::kMax, kF32, mx, mx, m, nr);  // m' = max(m, rowmax)
     dev::vec_binary(VecBinaryOp::kSub, kF32, alpha, m, mx, nr);

@@ -53,10 +53,13 @@ struct Setup {
 };
 
 
-Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorDesc& w, const TensorDesc& dx,
-             std::size_t workspace_limit, Setup* st) {
+// `bias` (nullptr: none) is checked; `with_bias` decides the direct kernel's epilogue buffers
+// (the workspace query plans with them: an upper bound, the GEMM path needs more than the direct).
+Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorDesc& w, const TensorDesc* bias,
+             bool with_bias, const TensorDesc& dx, std::size_t workspace_limit, Setup* st) {
   MLU_RETURN_IF_ERROR(conv::check_conv(kOp, h, p, dx, "dx", w, "w", dy, "dy", &st->s, &st->dxv, &st->wv, &st->dyv));
   const conv::ConvShape& s = st->s;
+  MLU_RETURN_IF_ERROR(conv::check_bias(kOp, bias, s.c, s.dtype));
   const std::size_t es = sim::dtype_size(s.dtype);
   st->depthwise = s.depthwise();
   if (st->depthwise) {
@@ -81,6 +84,7 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
       d.out.batch = BatchIndexer{{i64(s.n)}, {st->dxv.strides[0]}};
       d.out.row_stride = ph.out_w > 1 ? s.p.stride_w * st->dxv.strides[3] : s.p.stride_h * st->dxv.strides[2];
       d.out.col_stride = 1;
+      d.out.bias = with_bias;
       if (strided) d.out_row_pitch = s.p.stride_h * st->dxv.strides[2];
       r.plan = conv::plan_direct(*h, d);
       fits = fits && r.plan.rh > 0;
@@ -132,6 +136,8 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
   pr.cols = s.n * s.h * s.w;
   pr.depth = s.ocg * s.taps();
   pr.in = pr.out = s.dtype;
+  pr.bias = with_bias;
+  pr.bias_per_row = true;
   pr.y_must_stage = true;
   if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
   MLU_RETURN_IF_ERROR(
@@ -146,21 +152,23 @@ Status get_conv2d_backward_data_workspace_size(Handle* h, const ConvParams& p, c
                                                const TensorDesc& w, const TensorDesc& dx, std::size_t* bytes) {
   MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(kOp) + ": workspace size pointer is null");
   Setup st;
-  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, dx, static_cast<std::size_t>(-1), &st));
+  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, nullptr, true, dx, static_cast<std::size_t>(-1), &st));
   *bytes = st.ws.size();
   return Status::kSuccess;
 }
 
 Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy, const void* dy_ptr,
-                            const TensorDesc& w, const void* w_ptr, const TensorDesc& dx, void* dx_ptr, void* workspace,
-                            std::size_t workspace_bytes) {
+                            const TensorDesc& w, const void* w_ptr, const TensorDesc* bias, const void* bias_ptr,
+                            const TensorDesc& dx, void* dx_ptr, void* workspace, std::size_t workspace_bytes) {
   Setup st;
-  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, dx, workspace ? workspace_bytes : 0, &st));
+  MLU_RETURN_IF_ERROR(setup(h, p, dy, w, bias, bias != nullptr, dx, workspace ? workspace_bytes : 0, &st));
   MLU_RETURN_IF_ERROR(check_ptr(dy_ptr, dy, kOp, "dy"));
   MLU_RETURN_IF_ERROR(check_ptr(w_ptr, w, kOp, "w"));
+  if (bias) MLU_RETURN_IF_ERROR(check_ptr(bias_ptr, *bias, kOp, "bias"));
   MLU_RETURN_IF_ERROR(check_ptr(dx_ptr, dx, kOp, "dx"));
   const conv::ConvShape& s = st.s;
-  const std::uint64_t bytes = conv::tensor_bytes(dy) + conv::tensor_bytes(w) + conv::tensor_bytes(dx);
+  const std::uint64_t bytes = conv::tensor_bytes(dy) + conv::tensor_bytes(w) + conv::tensor_bytes(dx) +
+                              (bias ? conv::tensor_bytes(*bias) : 0);
   if (dx.numel() == 0) {
     record(*h, kOp, 0, 0, 0);
     return Status::kSuccess;
@@ -170,10 +178,12 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
                 std::to_string(st.ws.size()) + "; see get_conv2d_backward_data_workspace_size)");
   const auto addr = [](const void* ptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)); };
   const std::uint64_t ws = addr(workspace);
+  const std::uint64_t bias_base = bias ? addr(bias_ptr) : 0;
   std::uint32_t kernels = 0, k = 0;
   if (st.depthwise) {
-    MLU_RETURN_IF_ERROR(conv::depthwise_backward_data(*h, s, st.dyv, addr(dy_ptr), st.wv, addr(w_ptr), st.dxv,
-                                                      addr(dx_ptr), ws, workspace_bytes, &kernels));
+    MLU_RETURN_IF_ERROR(conv::depthwise_backward_data(*h, s, st.dyv, addr(dy_ptr), st.wv, addr(w_ptr),
+                                                      bias ? bias->stride(0) : 0, bias_base, st.dxv, addr(dx_ptr), ws,
+                                                      workspace_bytes, &kernels));
     record(*h, kOp, s.macs(), bytes, kernels);
     return Status::kSuccess;
   }
@@ -199,6 +209,7 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
       conv::DirectConv dc = r.dc;
       const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
       dc.x_base = addr(dy_ptr), dc.w_base = ws + r.wt_at;
+      if (bias) dc.out.bias_base = bias_base, dc.out.bias_stride = bias->stride(0);
       dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
       MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, r.plan, &k));
       kernels += k;
@@ -239,7 +250,14 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
   out.col_stride = 1;
   out.col_segment = s.h * s.w;
   out.col_segment_stride = dxv.strides[0];
-  if (st.problem.depth == 0) {  // no output channels: the gradient is zero
+  if (bias) {  // row c of group g is channel g * Cg + c
+    out.bias = true;
+    out.bias_per_row = true;
+    out.bias_base = bias_base;
+    out.bias_stride = bias->stride(0);
+    out.bias_batch = BatchIndexer{{i64(s.groups)}, {i64(s.cg) * bias->stride(0)}};
+  }
+  if (st.problem.depth == 0) {  // no output channels: dx = bias (or 0)
     MLU_RETURN_IF_ERROR(
         gemm::launch_splitk_reduce(*h, "conv2d_backward_data_zero", out, 0, 0, s.groups, s.cg, s.n * s.h * s.w));
     ++kernels;

@@ -92,13 +92,7 @@ Status setup(Handle* h, const char* op, const ConvParams& p, const TensorDesc& x
   const conv::ConvShape& s = st->s;
   MLU_CHECK(is_valid_activation(stage.act), Status::kBadParam,
             std::string(op) + ": unknown activation " + std::to_string(static_cast<int>(stage.act)));
-  if (bias) {
-    MLU_RETURN_IF_ERROR(check_desc(bias, op, "bias"));
-    MLU_CHECK(bias->dtype() == x.dtype() && bias->ndim() == 1 && bias->dim(0) == static_cast<std::int64_t>(s.oc),
-              Status::kBadParam,
-              std::string(op) + ": bias " + bias->str() + " must be 1-d [" + std::to_string(s.oc) +
-                  "] of the input's dtype");
-  }
+  MLU_RETURN_IF_ERROR(conv::check_bias(op, bias, s.oc, x.dtype()));
   const std::size_t es = sim::dtype_size(s.dtype);
   st->depthwise = s.depthwise();
   if (st->depthwise) return Status::kSuccess;

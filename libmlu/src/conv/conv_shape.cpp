@@ -16,6 +16,16 @@ View4 logical_view(const TensorDesc& d) {
   return v;
 }
 
+Status check_bias(const char* op, const TensorDesc* bias, std::size_t channels, DType dtype) {
+  if (bias == nullptr) return Status::kSuccess;
+  MLU_RETURN_IF_ERROR(check_desc(bias, op, "bias"));
+  MLU_CHECK(bias->dtype() == dtype && bias->ndim() == 1 && bias->dim(0) == static_cast<std::int64_t>(channels),
+            Status::kBadParam,
+            std::string(op) + ": bias " + bias->str() + " must be 1-d [" + std::to_string(channels) +
+                "] of the input's dtype");
+  return Status::kSuccess;
+}
+
 std::uint64_t tensor_bytes(const TensorDesc& d) {
   if (d.numel() == 0) return 0;
   std::uint64_t n = 1;

@@ -46,6 +46,10 @@ Status check_conv(const char* op, const Handle* h, const ConvParams& p, const Te
                   const TensorDesc& w, const char* w_name, const TensorDesc& y, const char* y_name, ConvShape* shape,
                   View4* xv, View4* wv, View4* yv);
 
+// A bias, when given (nullptr: none): a valid 1-d descriptor of `channels` elements of `dtype`
+// (any stride). kBadParam naming `op` otherwise.
+Status check_bias(const char* op, const TensorDesc* bias, std::size_t channels, DType dtype);
+
 // Bytes of a tensor's distinct elements (what an op must read or write once).
 std::uint64_t tensor_bytes(const TensorDesc& d);
 

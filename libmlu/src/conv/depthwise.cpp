@@ -280,8 +280,9 @@ std::size_t depthwise_backward_data_workspace(const ConvShape& s) {
 }
 
 Status depthwise_backward_data(Handle& h, const ConvShape& s, const View4& dyv, std::uint64_t dy, const View4& wv,
-                               std::uint64_t w, const View4& dxv, std::uint64_t dx, std::uint64_t workspace,
-                               std::size_t workspace_bytes, std::uint32_t* kernels) {
+                               std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const View4& dxv,
+                               std::uint64_t dx, std::uint64_t workspace, std::size_t workspace_bytes,
+                               std::uint32_t* kernels) {
   *kernels = 0;
   auto job = std::make_shared<CorrJob>();
   job->dtype = s.dtype;
@@ -304,6 +305,7 @@ Status depthwise_backward_data(Handle& h, const ConvShape& s, const View4& dyv, 
   }
   job->out = dxv, job->out_base = dx;
   job->w = wv, job->w_base = w;
+  job->bias_base = bias, job->bias_stride = bias_stride;
   job->mult = s.ocg;
   job->backward = true;
   // dx[c, y, x] = sum_taps w[tap] * dy_dilated[y + pad - i * dil, x + pad - j * dil].

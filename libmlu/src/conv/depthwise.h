@@ -26,9 +26,11 @@ Status depthwise_forward(Handle& h, const ConvShape& s, const View4& xv, std::ui
                          const View4& yv, std::uint64_t y, std::uint32_t* kernels);
 
 std::size_t depthwise_backward_data_workspace(const ConvShape& s);
+// `bias` (0: none) adds bias[c] to dx's channel c before the rounding (conv_transpose's bias).
 Status depthwise_backward_data(Handle& h, const ConvShape& s, const View4& dyv, std::uint64_t dy, const View4& wv,
-                               std::uint64_t w, const View4& dxv, std::uint64_t dx, std::uint64_t workspace,
-                               std::size_t workspace_bytes, std::uint32_t* kernels);
+                               std::uint64_t w, std::int64_t bias_stride, std::uint64_t bias, const View4& dxv,
+                               std::uint64_t dx, std::uint64_t workspace, std::size_t workspace_bytes,
+                               std::uint32_t* kernels);
 
 Status depthwise_backward_weight(Handle& h, const ConvShape& s, const View4& xv, std::uint64_t x, const View4& dyv,
                                  std::uint64_t dy, const View4& dwv, std::uint64_t dw, std::uint32_t* kernels);

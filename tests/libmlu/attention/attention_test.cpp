@@ -235,6 +235,28 @@ TEST_F(AttentionTest, Fp16CausalWithGradients) {
   run<half>(c, DType::kFloat16, nullptr, nullptr, 2e-2);
 }
 
+// Large fp16 scores with a scale that is no power of two (head_dim 8: 1/sqrt(8)) and an additive
+// fp16 mask: the scale multiplies the fp32 score tiles (Q x scale rounded to fp16 would move each
+// score by up to |s| 2^-11, 0.05 at the scores here, a 5% error in its weight), and the mask is
+// divided by it first. Scores reach ~80, as OpInfo's fp16 samples (values in [-9, 9]) make them.
+TEST_F(AttentionTest, Fp16LargeScoresWithUnroundedScaleAndMask) {
+  Case c = make({2, 2, 19, 35, 8, 8}, 61, true);
+  for (auto& x : c.q) x *= 6;
+  for (auto& x : c.k) x *= 6;
+  std::vector<double> mask = randoms(static_cast<std::size_t>(19 * 35), 9);
+  for (auto& x : mask) x *= 4;
+  round_to<half>(mask);
+  c.bias.assign(static_cast<std::size_t>(2 * 2 * 19 * 35), 0);
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t h = 0; h < 2; ++h)
+      for (std::int64_t r = 0; r < 19; ++r)
+        for (std::int64_t j = 0; j < 35; ++j)
+          c.bias[idx(c.s, b, h, r, j, 35, 19)] = mask[static_cast<std::size_t>(r * 35 + j)];
+  const TensorDesc md = desc(DType::kFloat16, {19, 35});
+  void* mp = to_device(as<half>(mask));
+  run<half>(c, DType::kFloat16, &md, mp, 4e-3);
+}
+
 // bf16 on the preset that computes it (mlu590: the TFU's bf16 array, the VFU's bf16 casts).
 class AttentionBf16Test : public AttentionTest {
  protected:

@@ -347,7 +347,7 @@ TEST_F(Bf16Ops, ConvolutionForwardAndBackwardMatchNaiveLoops) {
     ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
     ASSERT_EQ(conv2d_forward(&h(), k.p, xd, px, wd, pw, nullptr, nullptr, yd, py, pws, ws), Status::kSuccess)
         << last_error_detail();
-    ASSERT_EQ(conv2d_backward_data(&h(), k.p, yd, pdy, wd, pw, xd, pdx, pws, ws), Status::kSuccess)
+    ASSERT_EQ(conv2d_backward_data(&h(), k.p, yd, pdy, wd, pw, nullptr, nullptr, xd, pdx, pws, ws), Status::kSuccess)
         << last_error_detail();
     ASSERT_EQ(conv2d_backward_weight(&h(), k.p, xd, px, yd, pdy, wd, pdw, pws, ws), Status::kSuccess)
         << last_error_detail();

@@ -144,26 +144,33 @@ class ConvTest : public MluTest {
   }
 
   template <class T>
-  void backward_data(const Case& k, Format fdy, Format fw, Format fdx, double tol) {
+  // bias: + b[c] on dx (a transposed convolution's bias, the epilogue of every path).
+  void backward_data(const Case& k, Format fdy, Format fw, Format fdx, double tol, bool bias = false) {
     const std::int64_t oh = out_dim(k.h, k.kh, k.p.pad_h, k.p.stride_h, k.p.dilation_h);
     const std::int64_t ow = out_dim(k.w, k.kw, k.p.pad_w, k.p.stride_w, k.p.dilation_w);
     auto gy = make<T>(k.n, k.oc, oh, ow, fdy, 5);
     auto w = make<T>(k.oc, k.c / k.p.groups, k.kh, k.kw, fw, 6);
     auto gx = make<T>(k.n, k.c, k.h, k.w, fdx, 7);
-    const TensorDesc ddy = desc_of(gy), dw = desc_of(w), ddx = desc_of(gx);
+    const std::vector<T> b = random<T>(static_cast<std::size_t>(k.c), 11);
+    const TensorDesc ddy = desc_of(gy), dw = desc_of(w), ddx = desc_of(gx), db = desc(sim::DTypeOf<T>::value, {k.c});
     void* pdy = to_device(gy.data);
     void* pw = to_device(w.data);
     void* pdx = to_device(gx.data);
+    void* pb = to_device(b);
     std::size_t ws = 0;
     ASSERT_EQ(get_conv2d_backward_data_workspace_size(&h(), k.p, ddy, dw, ddx, &ws), Status::kSuccess)
         << last_error_detail();
-    ASSERT_EQ(conv2d_backward_data(&h(), k.p, ddy, pdy, dw, pw, ddx, pdx, workspace(ws), ws), Status::kSuccess)
+    ASSERT_EQ(conv2d_backward_data(&h(), k.p, ddy, pdy, dw, pw, bias ? &db : nullptr, pb, ddx, pdx, workspace(ws), ws),
+              Status::kSuccess)
         << last_error_detail();
     gx.data = from_device<T>(pdx, gx.data.size());
     std::vector<double> want(static_cast<std::size_t>(k.n * k.c * k.h * k.w), 0.0);
     for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
       want[flat(gx.d, n, ci, iy, ix)] += w.get(o, ci % (k.c / k.p.groups), i, j) * gy.get(n, o, oy, ox);
     });
+    if (bias)
+      for (std::size_t i = 0; i < want.size(); ++i)
+        want[i] += static_cast<float>(b[i / static_cast<std::size_t>(k.h * k.w) % static_cast<std::size_t>(k.c)]);
     expect_close(gx, want, tol, "dx");
   }
 
@@ -442,6 +449,22 @@ TEST_F(ConvTest, BackwardDataDepthwise) {
                       3e-3);
 }
 
+// The bias of a transposed convolution, added in fp32 by each path's epilogue before the one
+// rounding: the implicit GEMM (NCHW; strided; groups), the direct kernel (stride 1 and per phase),
+// the depthwise VFU kernel; fp16 at a tolerance a second rounding (dx rounded, then + bias) fails.
+TEST_F(ConvTest, BackwardDataBias) {
+  const Format cl = Format::kChannelsLast;
+  for (std::size_t i : {0, 1, 2}) backward_data<float>(kCases[i], Format::kNchw, Format::kNchw, Format::kNchw, 1e-4, true);
+  backward_data<float>(kCases[0], cl, cl, cl, 1e-4, true);
+  backward_data<float>({2, 6, 9, 8, 5, 3, 3, params(1, 1, 2, 2, 1, 1, 1)}, cl, cl, cl, 1e-4, true);
+  backward_data<float>({2, 4, 9, 8, 8, 3, 3, params(1, 1, 2, 1, 1, 2, 4)}, Format::kNchw, Format::kNchw, Format::kNchw,
+                       1e-4, true);
+  backward_data<half>(kCases[0], Format::kNchw, Format::kNchw, Format::kNchw, 3e-3, true);
+  backward_data<half>(kCases[0], Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3, true);
+  backward_data<half>({1, 3, 7, 9, 3, 3, 3, params(1, 2, 2, 2, 1, 1, 3)}, Format::kNhwc, Format::kNchw, Format::kNhwc,
+                      3e-3, true);
+}
+
 TEST_F(ConvTest, BackwardWeightFp32) {
   for (const Case& k : kCases) backward_weight<float>(k, Format::kNchw, Format::kNchw, Format::kNchw, 1e-4);
 }
@@ -615,8 +638,15 @@ TEST_F(ConvTest, BadArguments) {
   EXPECT_EQ(conv2d_forward(&h(), p, x, m, w, m, &bad_bias, m, y, m, nullptr, 0), Status::kBadParam);
   EXPECT_EQ(conv2d_forward(&h(), p, x, nullptr, w, m, nullptr, nullptr, y, m, nullptr, 0), Status::kBadParam);
   EXPECT_NE(last_error_detail().find("conv2d_forward"), std::string::npos);
-  EXPECT_EQ(conv2d_backward_data(&h(), p, desc(DType::kFloat32, {1, 8, 6, 5}), m, w, m, x, m, nullptr, 0),
+  EXPECT_EQ(conv2d_backward_data(&h(), p, desc(DType::kFloat32, {1, 8, 6, 5}), m, w, m, nullptr, nullptr, x, m, nullptr, 0),
             Status::kBadParam);
+  // backward-data's bias is per input channel (C = 4): the output's 8 is wrong, so is fp16 and a null pointer.
+  const TensorDesc oc_bias = desc(DType::kFloat32, {8}), half_bias = desc(DType::kFloat16, {4});
+  const TensorDesc c_bias = desc(DType::kFloat32, {4});
+  EXPECT_EQ(conv2d_backward_data(&h(), p, y, m, w, m, &oc_bias, m, x, m, nullptr, 0), Status::kBadParam);
+  EXPECT_NE(last_error_detail().find("bias"), std::string::npos) << last_error_detail();
+  EXPECT_EQ(conv2d_backward_data(&h(), p, y, m, w, m, &half_bias, m, x, m, nullptr, 0), Status::kBadParam);
+  EXPECT_EQ(conv2d_backward_data(&h(), p, y, m, w, m, &c_bias, nullptr, x, m, nullptr, 0), Status::kBadParam);
   EXPECT_EQ(conv2d_backward_weight(&h(), p, x, m, y, m, desc(DType::kFloat32, {8, 4, 2, 3}), m, nullptr, 0),
             Status::kBadParam);
   // An NHWC input must be rearranged: without the workspace the call is refused.
@@ -667,7 +697,7 @@ TEST_F(ConvTest, DmaBitFlipChangesTheResult) {
           return from_device<float>(py, y.data.size());
         },
         [&] {
-          EXPECT_EQ(conv2d_backward_data(&h(), k.p, dy, py, dw, pw, dx, px, pws, 1 << 20), Status::kSuccess);
+          EXPECT_EQ(conv2d_backward_data(&h(), k.p, dy, py, dw, pw, nullptr, nullptr, dx, px, pws, 1 << 20), Status::kSuccess);
           return from_device<float>(px, x.data.size());
         },
         [&] {

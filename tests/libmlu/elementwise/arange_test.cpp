@@ -34,8 +34,9 @@ TEST_F(ArangeTest, ValuesForEveryDtypeAndStride) {
       if (c.t == DType::kInt8) v = *reinterpret_cast<const std::int8_t*>(p);
       if (c.t == DType::kFloat16) v = float(*reinterpret_cast<const sim::half*>(p));
       ASSERT_EQ(v, want) << sim::dtype_name(c.t) << " element " << i;
-      if (c.stride > 1 && i + 1 < c.n)
+      if (c.stride > 1 && i + 1 < c.n) {
         ASSERT_EQ(p[es], 0x5a) << "gap after element " << i << " untouched";
+      }
     }
   }
 }

@@ -137,8 +137,9 @@ TEST_F(ResidualTest, MatmulResidualTransposedOutputAndSplitDepth) {
     EXPECT_EQ(h().ops().back().name, "fused_matmul_residual");
     // The deep case splits the depth: the engine writes partial sums and the split-K reduction
     // applies the epilogue (residual included) in its own kernel.
-    if (!c.c_transposed)
+    if (!c.c_transposed) {
       EXPECT_NE(cost.names.find("fused_matmul_residual_reduce"), std::string::npos) << cost.names;
+    }
   }
 }
 

@@ -10,7 +10,7 @@
 //   transposed convolution (conv_transpose2d, weights [C_in, C_out/groups, KH, KW]) is the
 //   backward-data of the convolution with those weights, and its gradients are the forward and
 //   backward-weight of that convolution:
-//                                  y  = conv2d_backward_data(x, w) (+ bias: libmlu binary add)
+//                                  y  = conv2d_backward_data(x, w) (+ bias: its epilogue, one rounding)
 //                                  dx = conv2d_forward(dy, w),  dw = conv2d_backward_weight(dy, x)
 //   output_padding (< stride or dilation, as torch checks) adds rows/columns no input tap
 //   reaches: backward-data writes them as zeros, as conv_transpose2d does before the bias.
@@ -25,7 +25,6 @@
 #include <torch/library.h>
 
 #include "mlusim/mlu/conv.h"
-#include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/reduce.h"
 #include "ops/op_support.h"
 
@@ -119,15 +118,18 @@ void forward(OpScope& op, const mlu::ConvParams& p, const Tensor& x, const Tenso
            "conv2d_forward");
 }
 
-// dx from dy and w (dx: the convolution's input shape).
-void backward_data(OpScope& op, const mlu::ConvParams& p, const Tensor& dy, const Tensor& w, const Tensor& dx) {
+// dx from dy and w (dx: the convolution's input shape), + bias[c] when given (conv_transpose).
+void backward_data(OpScope& op, const mlu::ConvParams& p, const Tensor& dy, const Tensor& w, const Tensor* bias,
+                   const Tensor& dx) {
   const mlu::TensorDesc ddy = desc(dy, op.name()), dw = desc(w, op.name()), ddx = desc(dx, op.name());
+  mlu::TensorDesc db;
+  if (bias) db = desc(*bias, op.name());
   std::size_t bytes = 0;
   op.check(mlu::get_conv2d_backward_data_workspace_size(op.handle(), p, ddy, dw, ddx, &bytes),
            "get_conv2d_backward_data_workspace_size");
   void* ws = op.workspace(bytes);
-  op.check(mlu::conv2d_backward_data(op.handle(), p, ddy, dy.data_ptr(), dw, w.data_ptr(), ddx, dx.data_ptr(), ws,
-                                     bytes),
+  op.check(mlu::conv2d_backward_data(op.handle(), p, ddy, dy.data_ptr(), dw, w.data_ptr(), bias ? &db : nullptr,
+                                     bias ? bias->data_ptr() : nullptr, ddx, dx.data_ptr(), ws, bytes),
            "conv2d_backward_data");
 }
 
@@ -141,16 +143,6 @@ void backward_weight(OpScope& op, const mlu::ConvParams& p, const Tensor& x, con
   op.check(mlu::conv2d_backward_weight(op.handle(), p, dx, x.data_ptr(), ddy, dy.data_ptr(), ddw, dw.data_ptr(), ws,
                                        bytes),
            "conv2d_backward_weight");
-}
-
-// y[n, c, h, w] += bias[c] (in place).
-void add_bias(OpScope& op, const Tensor& y, const Tensor& bias) {
-  if (y.numel() == 0) return;
-  const Tensor b4 = bias.as_strided({1, bias.size(0), 1, 1}, {0, bias.stride(0), 0, 0}, bias.storage_offset());
-  const mlu::TensorDesc dy = desc(y, op.name());
-  op.check(mlu::binary(op.handle(), mlu::BinaryOp::kAdd, dy, y.data_ptr(), desc(b4, op.name()), b4.data_ptr(), dy,
-                       y.data_ptr()),
-           "binary");
 }
 
 // db[c] = sum of dy over N, H, W.
@@ -251,8 +243,8 @@ Tensor mlu_convolution(const Tensor& input, const Tensor& weight, const c10::opt
   TORCH_CHECK(oh > 0 && ow > 0, op.name(), ": the transposed convolution of input ", input.sizes(), " with weight ",
               weight.sizes(), " has an empty output (", oh, "x", ow, ")");
   Tensor out = empty_conv(op, {input.size(0), weight.size(1) * groups, oh, ow}, input.scalar_type(), fmt);
-  backward_data(op, p, zero_extended(op, input, out_size(oh, kh, p, 0), out_size(ow, kw, p, 1)), weight, out);
-  if (bias.defined()) add_bias(op, out, bias);
+  backward_data(op, p, zero_extended(op, input, out_size(oh, kh, p, 0), out_size(ow, kw, p, 1)), weight,
+                bias.defined() ? &bias : nullptr, out);
   return out;
 }
 
@@ -285,7 +277,7 @@ std::tuple<Tensor, Tensor, Tensor> mlu_convolution_backward(const Tensor& grad_o
     } else if (transposed) {
       forward(op, p, grad_output, weight, nullptr, grad_input);
     } else {
-      backward_data(op, p, grad_output, weight, grad_input);
+      backward_data(op, p, grad_output, weight, nullptr, grad_input);
     }
   }
   if (output_mask[1]) {

@@ -13,7 +13,9 @@
 //
 // How the forward kernel works (attention/attention_forward.cpp): one work item is a block of Br
 // query rows of one (batch, head); the BLOCK tasks share the work items. Per item, Q's block stays
-// in NRAM (scaled once), and the blocks of Bc keys and values stream through WRAM, double
+// in NRAM (multiplied by the scale once, when that is exact in the input dtype: fp32, or a
+// power-of-two scale; otherwise each fp32 score tile is, as CUDA's flash kernels do, since an fp16
+// Q x scale would shift a score s by up to |s| 2^-11), and the blocks of Bc keys and values stream through WRAM, double
 // buffered (the next block's DMA runs during this block's compute). Per key block:
 //   S  = Q K_j^T (TFU, fp32 accumulate; the mask block is DMA'd into S first and the product
 //        accumulates onto it, so an fp32 mask costs no VFU pass)
@@ -28,7 +30,8 @@
 //   TFU  mm(r, D, c) + mm(r, c, Dv)               mm = the TFU formula (tfu_timing.h) for the dtype
 //   VFU  ~ (4 + t) passes over r x c              rowmax, subtract, exp (t = vfu.transcendental_factor
 //        + 2 passes over r x Dv (rescale O)         passes), rowsum, (+1 cast for fp16/bf16,
-//                                                  +1 for a mask that needs converting)
+//                                                  +1 for a mask that needs converting,
+//                                                  +1 scale when the score tiles take it)
 //   DMA  (c x D + c x Dv) x es bytes + the mask block, overlapped with the compute above
 // GDRAM traffic: Q and O once, K and V once per query block (ceil(L / Br) times), the mask once
 // per element; never anything of size L x S besides a full mask the caller passed.

@@ -48,12 +48,15 @@ Status conv2d_forward(Handle* h, const ConvParams& p, const TensorDesc& x, const
                       const void* w_ptr, const TensorDesc* bias, const void* bias_ptr, const TensorDesc& y, void* y_ptr,
                       void* workspace, std::size_t workspace_bytes);
 
-// dx = gradient of the input, from dy (the output's gradient) and w.
+// dx = gradient of the input, from dy (the output's gradient) and w (+ bias[C], optional: nullptr;
+// a transposed convolution's bias, added in fp32 before dx's one rounding, as the forward's).
+// kBadParam for a bias that is not 1-d [C] of dy's dtype, besides the checks every conv call makes.
+// The workspace size covers calls with and without a bias.
 Status get_conv2d_backward_data_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& dy,
                                                const TensorDesc& w, const TensorDesc& dx, std::size_t* bytes);
 Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy, const void* dy_ptr,
-                            const TensorDesc& w, const void* w_ptr, const TensorDesc& dx, void* dx_ptr, void* workspace,
-                            std::size_t workspace_bytes);
+                            const TensorDesc& w, const void* w_ptr, const TensorDesc* bias, const void* bias_ptr,
+                            const TensorDesc& dx, void* dx_ptr, void* workspace, std::size_t workspace_bytes);
 
 // dw = gradient of the weights, from x and dy (overwritten, not accumulated).
 Status get_conv2d_backward_weight_workspace_size(Handle* h, const ConvParams& p, const TensorDesc& x,
