@@ -140,8 +140,16 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
   pr.bias_per_row = true;
   pr.y_must_stage = true;
   if (pr.rows * pr.cols * pr.depth == 0) return Status::kSuccess;
-  MLU_RETURN_IF_ERROR(
-      conv::plan_conv_gemm(*h, pr, conv::ImageColumns(g), st->ws.size(), workspace_limit, kOp, &st->plan));
+  Status planned = conv::plan_conv_gemm(*h, pr, conv::ImageColumns(g), st->ws.size(), workspace_limit, kOp, &st->plan);
+  if (planned == Status::kNotSupported) {
+    // The window of all OCg channels of dy that a depth step spanning taps needs does not fit the
+    // cluster's SRAM, even for the narrowest tile (wide images, many output channels): steps
+    // within one tap stage only their own channels, at the cost of depth steps <= OCg.
+    pr.k_segment = s.ocg;
+    g.steps_within_tap = true;
+    planned = conv::plan_conv_gemm(*h, pr, conv::ImageColumns(g), st->ws.size(), workspace_limit, kOp, &st->plan);
+  }
+  MLU_RETURN_IF_ERROR(planned);
   st->splitk_at = st->ws.add(gemm::splitk_workspace_bytes(pr, st->plan));
   return Status::kSuccess;
 }

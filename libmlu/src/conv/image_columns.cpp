@@ -79,8 +79,12 @@ std::size_t ImageColumns::stage_bytes(std::size_t nc, std::size_t kc) const {
   const std::size_t rows = g_.role == ColumnsRole::kDepthIsPatch ? kc : nc;
   const std::size_t pix = g_.role == ColumnsRole::kDepthIsPatch ? nc : kc;
   const std::size_t t = g_.taps.count();
-  const std::size_t ch =
-      g_.order == RowOrder::kChannelMajor ? std::min(g_.channels, (rows + t - 1) / t + 1) : g_.channels;
+  // The channels channels_of() can return for a step of `rows` column rows.
+  std::size_t ch = g_.channels;
+  if (g_.order == RowOrder::kChannelMajor)
+    ch = std::min(g_.channels, (rows + t - 1) / t + 1);
+  else if (g_.steps_within_tap)
+    ch = std::min(g_.channels, rows);
   // Images a pixel run can touch, and the source rows under it: never more than every row of
   // each image, nor more than its output rows (two partial ones per image) times the stride
   // plus the taps' reach.
@@ -96,10 +100,11 @@ double ImageColumns::gdram_bytes(std::size_t nc, std::size_t kc, std::size_t) co
   // The window a typical tile stages: its channels, and source rows ~ output rows x stride.
   const std::size_t rows = g_.role == ColumnsRole::kDepthIsPatch ? kc : nc;
   const std::size_t pix = g_.role == ColumnsRole::kDepthIsPatch ? nc : kc;
-  const double ch = g_.order == RowOrder::kChannelMajor
-                        ? std::min<double>(static_cast<double>(g_.channels),
-                                           static_cast<double>(rows) / static_cast<double>(g_.taps.count()))
-                        : static_cast<double>(g_.channels);
+  double ch = static_cast<double>(g_.channels);
+  if (g_.order == RowOrder::kChannelMajor)
+    ch = std::min(ch, static_cast<double>(rows) / static_cast<double>(g_.taps.count()));
+  else if (g_.steps_within_tap)
+    ch = std::min(ch, static_cast<double>(rows));
   const double out_rows = static_cast<double>(pix) / static_cast<double>(g_.out_w);
   const double reach = static_cast<double>((g_.taps.kh - 1) * static_cast<std::size_t>(std::abs(g_.taps.step_y)));
   const double src_rows = std::min(
@@ -113,7 +118,8 @@ std::string ImageColumns::plan_key() const {
   std::string k = "columns";
   for (std::int64_t v : {std::int64_t(g_.role), std::int64_t(g_.order), i64(t.kh), i64(t.kw), t.stride_y, t.stride_x,
                          t.step_y, t.step_x, t.off_y, t.off_x, i64(g_.src.rows), i64(g_.src.cols), i64(g_.src.phases),
-                         i64(es_), i64(g_.channels), i64(g_.groups), i64(g_.out_h), i64(g_.out_w)})
+                         i64(es_), i64(g_.channels), i64(g_.groups), i64(g_.out_h), i64(g_.out_w),
+                         i64(g_.steps_within_tap)})
     k += " " + std::to_string(v);
   return k;
 }

@@ -58,6 +58,9 @@ struct ColumnsGeometry {
   std::size_t channels = 0;  // per group
   std::size_t groups = 1;    // group g reads source channels [g * channels, (g + 1) * channels)
   std::size_t out_h = 0, out_w = 0;
+  // kTapMajor only: the GEMM's depth steps never cross a tap (GemmProblem::k_segment = channels),
+  // so a step stages just its own channels' window rather than every channel's.
+  bool steps_within_tap = false;
   std::size_t pixels() const { return out_h * out_w; }
 };
 

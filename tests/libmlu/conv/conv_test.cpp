@@ -465,6 +465,16 @@ TEST_F(ConvTest, BackwardDataBias) {
                       3e-3, true);
 }
 
+// On the tiny preset (256 KiB of cluster SRAM) the dy window of every one of 256 (or 128) output
+// channels over a 40-pixel-wide image does not fit even for the narrowest tile, so depth steps
+// stay within one tap and stage only their channels (these shapes had no tiling before that).
+TEST_F(ConvTest, BackwardDataWideImageManyChannelsStepsWithinATap) {
+  backward_data<float>({2, 16, 40, 40, 256, 1, 1, params(0, 0, 1, 1, 1, 1, 1)}, Format::kNchw, Format::kNchw,
+                       Format::kNchw, 1e-4);
+  backward_data<float>({1, 8, 40, 40, 128, 3, 3, params(1, 1, 2, 2, 1, 1, 1)}, Format::kNchw, Format::kNchw,
+                       Format::kNchw, 1e-4, true);
+}
+
 TEST_F(ConvTest, BackwardWeightFp32) {
   for (const Case& k : kCases) backward_weight<float>(k, Format::kNchw, Format::kNchw, Format::kNchw, 1e-4);
 }

@@ -1,7 +1,8 @@
 """Sorting and selection on the device (src/ops/sort_ops.cpp over libmlu sort) against torch's CPU
 results: sort / argsort / msort (stable, both directions, NaN and ties, any dim, non-contiguous,
 0-dim, empty, a row longer than one core's chunk), topk, kthvalue, median / nanmedian (with NaN),
-fp16 and integers, the sort backward, logcumsumexp and multinomial (src/ops/scan_ops.cpp: cumsum-based)."""
+fp16 and integers, the sort backward, logcumsumexp and multinomial (src/ops/scan_ops.cpp: cumsum-based),
+randperm (a sort of random keys)."""
 
 import pytest
 import torch
@@ -140,3 +141,26 @@ def test_multinomial_inverse_cdf(dev):
     assert sorted(torch.multinomial(p[0].to(DEV), 3).cpu().tolist()) == [0, 2, 3]
     with pytest.raises(RuntimeError, match="not enough non-negative category"):
         torch.multinomial(p.to(DEV), 2)
+
+
+def test_randperm_is_a_uniform_permutation_from_the_device_generator(dev):
+    g = torch.Generator(DEV)
+    g.manual_seed(7)
+    a = torch.randperm(1000, device=DEV, generator=g)
+    g.manual_seed(7)
+    assert torch.equal(torch.randperm(1000, device=DEV, generator=g), a)  # the generator's stream
+    assert a.dtype == torch.int64 and torch.equal(a.sort()[0].cpu(), torch.arange(1000))
+    # Position of element 0 over 3000 permutations of 6: uniform (chi-square, 5 dof, p > 0.001).
+    counts = torch.zeros(6)
+    for _ in range(3000):
+        counts[int((torch.randperm(6, device=DEV) == 0).nonzero()[0])] += 1
+    chi2 = ((counts - 500.0) ** 2 / 500.0).sum().item()
+    assert chi2 < 20.5, counts
+    f = torch.randperm(7, device=DEV, dtype=torch.float16)
+    assert f.dtype == torch.float16 and torch.equal(f.sort()[0].cpu(), torch.arange(7, dtype=torch.float16))
+    out = torch.empty(0, dtype=torch.int32, device=DEV)
+    torch.randperm(5, out=out)
+    assert out.shape == (5,) and sorted(out.cpu().tolist()) == [0, 1, 2, 3, 4]
+    assert torch.randperm(0, device=DEV).shape == (0,)
+    with pytest.raises(RuntimeError, match="not exactly representable"):
+        torch.randperm(3000, device=DEV, dtype=torch.float16)

@@ -403,7 +403,8 @@ Tensor& nonzero_out(const Tensor& self, Tensor& out) {
     prepare_out(out, op.device(), {0, ndim}, name);
     return out;
   }
-  const Tensor x = self.contiguous();
+  // uint8 has no device dtype; whether a byte is non-zero does not depend on its signedness.
+  const Tensor x = self.scalar_type() == at::kByte ? self.contiguous().view(at::kChar) : self.contiguous();
   const mlu::TensorDesc xd = desc(x, name);
   const std::int64_t parts = mlu::nonzero_parts(op.handle(), xd);
   const Tensor counts = empty_on(op.device(), {parts}, at::kLong);

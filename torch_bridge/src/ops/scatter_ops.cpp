@@ -253,6 +253,13 @@ Tensor& mlu_put_(Tensor& self, const Tensor& index, const Tensor& source, bool a
   TORCH_CHECK(index.numel() == source.numel(), name, "(): Expected source and index to have the same number of elements");
   TORCH_CHECK(index.scalar_type() == at::kLong, name, "(): Expected a long tensor for index, but got ", index.scalar_type());
   if (index.numel() == 0) return self;
+  if (self.scalar_type() == at::kByte && !accumulate) {
+    // uint8 has no device dtype; a store moves bytes, so its int8 view takes the same bits
+    // (torchvision's samplers mark sampled anchors in uint8 masks this way).
+    Tensor bytes = self.view(at::kChar);
+    mlu_put_(bytes, index, source.to(at::kByte).view(at::kChar), false);
+    return self;
+  }
   const Tensor idx = run_elementwise_program(
       {index.reshape({-1})}, "where(lt($0, 0), add($0, " + std::to_string(self.numel()) + "), $0)");
   const bool dense = self.is_contiguous();

@@ -17,11 +17,16 @@
 //                                      smallest of the most frequent values, its index the last
 //                                      occurrence in the input (amax of the matching positions),
 //                                      as the CPU's
+//   randperm.generator_out             stable sort of n random int32 keys in [0, 2^31 - 1) drawn on
+//                                      the device (the generator's stream), the permutation = the
+//                                      sort's indices [CUDA: random keys, radix sort; ties among the
+//                                      keys (expected n^2 / 2^32 pairs) keep index order]
 //
 // argsort, msort, sort (no stable flag) and the .dim functional forms of kthvalue / median /
 // nanmedian are torch composites over these. Backwards are torch's formulas (gather/scatter on
 // the indices). NaN sorts as the largest value (torch's order); -0.0 comes back as 0.0.
 #include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/amax.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/argmax.h>
@@ -272,9 +277,32 @@ std::tuple<Tensor, Tensor, Tensor> mlu_unique_consecutive(const Tensor& self, bo
   return runs_of(self.reshape({-1}), nullptr, return_inverse, return_counts, self.sizes());
 }
 
+Tensor& mlu_randperm_out(c10::SymInt n_sym, std::optional<at::Generator> gen, Tensor& out) {
+  OpScope op("aten::randperm", out);
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK(n >= 0, "randperm: n must be non-negative, got", n);
+  // Every index n - 1 must be exact in a floating result: mantissa digits (with the hidden bit).
+  const int digits = out.scalar_type() == at::kHalf       ? 11
+                     : out.scalar_type() == at::kBFloat16 ? 8
+                     : out.scalar_type() == at::kFloat    ? 24
+                                                          : 53;
+  TORCH_CHECK(!out.is_floating_point() || n <= (int64_t{1} << digits), "randperm: n = ", n,
+              " is not exactly representable in ", out.scalar_type());
+  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != at::kBool && out.scalar_type() != at::kComplexFloat &&
+                                  out.scalar_type() != at::kComplexDouble,
+                              op.name(), ": dtype ", out.scalar_type(), " is not supported on device mlu");
+  at::native::resize_output(out, {n});
+  if (n == 0) return out;
+  Tensor keys = empty_on(op.device(), {n}, at::kInt);
+  keys.random_(0, std::numeric_limits<int32_t>::max(), std::move(gen));
+  out.copy_(std::get<1>(sort_along(op, keys, 0, false)));
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("randperm.generator_out", TORCH_FN(mlu_randperm_out));
   m.impl("_unique2", TORCH_FN(mlu_unique2));
   m.impl("unique_consecutive", TORCH_FN(mlu_unique_consecutive));
   m.impl("sort.stable", TORCH_FN(mlu_sort_stable));

@@ -12,10 +12,14 @@
 //                                      ceil(roi size / pooled size) per roi: the grid is padded to
 //                                      the largest, read back once, and the extra samples masked),
 //                                      each sample's bilinear taps (a sample beyond [-1, size] reads
-//                                      0; clamped at 0 and size - 1) as programs, one gather of the
-//                                      taps from the [C, N H W] input, the weighted sum per bin
-//                                      divided by the grid count; _roi_align_backward index_adds the
-//                                      gradient to the same taps
+//                                      0; clamped at 0 and size - 1) as programs. Bilinear sampling
+//                                      is separable (a sample's weight is wy(y) wx(x), its validity
+//                                      valid_y valid_x), so the bin averages of roi k are
+//                                      out[k, c] = Ay[k] F[b_k, c] Ax[k]^T / count[k], with Ay [ph, H]
+//                                      and Ax [pw, W] the per-axis sums of the taps' weights: two
+//                                      GEMMs per image's rois (the TPU formulation of crop-and-resize,
+//                                      no per-element gathers); _roi_align_backward is the transposed
+//                                      pair, Ay^T G Ax summed over the image's rois by the GEMM's depth
 //
 // The schema comes from torchvision's library (loaded by `import torchvision`); registering the
 // implementation first is allowed by the dispatcher.
@@ -30,8 +34,9 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/gather.h>
-#include <ATen/ops/index_add.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/index_copy.h>
+#include <ATen/ops/matmul.h>
 #include <ATen/ops/max.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/zeros.h>
@@ -167,27 +172,85 @@ RoiSampling roi_sampling(OpScope& op, const Tensor& rois, double scale, int64_t 
   return r;
 }
 
-// Flat [N H W] index, weight (0 where the sample is unusable) and usability of every tap of every
-// sample, [K, ph, pw, gh 2 gw 2].
-struct RoiTaps {
-  Tensor index, weight, ok;
-  int64_t t;
-};
-RoiTaps roi_taps(const RoiSampling& r, int64_t height, int64_t width) {
-  const Tensor b = r.batch.view({r.k, 1, 1, 1, 1, 1, 1});
-  const Tensor yt = r.ytap.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xt = r.xtap.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
-  const Tensor yw = r.yw.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xw = r.xw.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
-  const Tensor yo = r.yok.view({r.k, r.ph, 1, r.gh, 2, 1, 1}), xo = r.xok.view({r.k, 1, r.pw, 1, 1, r.gw, 2});
-  RoiTaps t;
-  t.t = r.gh * 2 * r.gw * 2;
-  t.index = run_elementwise_program({b, yt, xt}, "cast(add(add(mul(cast($0, i32), " + std::to_string(height * width) +
-                                                      "), mul(cast($1, i32), " + std::to_string(width) + ")), cast($2, i32)), i64)")
-                .reshape({-1});
-  t.ok = run_elementwise_program({yo, xo}, "logical_and($0, $1)").reshape({r.k, r.ph, r.pw, t.t});
-  t.weight = run_elementwise_program({yw, xw, yo, xo}, "where(logical_and($2, $3), mul($0, $1), 0.0)")
-                 .reshape({r.k, r.ph, r.pw, t.t});
-  return t;
+// The per-axis interpolation matrix [K, P, S] (S = the axis' size): entry (k, p, s) sums the
+// weights of the taps at coordinate s over the usable samples of bin p of roi k.
+Tensor axis_matrix(const Tensor& tap, const Tensor& w, const Tensor& ok, int64_t k, int64_t pooled, int64_t taps,
+                   int64_t size) {
+  const Tensor at_s = at::arange(size, tap.options()).view({1, 1, 1, size});
+  const Tensor hits = run_elementwise_program({tap.view({k, pooled, taps, 1}), w.view({k, pooled, taps, 1}),
+                                               ok.view({k, pooled, taps, 1}), at_s},
+                                              "where(logical_and($2, eq($0, $3)), $1, 0.0)");
+  return at::sum(hits, {2});
 }
+
+// The rois of each image, in chunks whose GEMM intermediates ([C H, Kb pw] and [Kb, C ph, W]
+// fp32) stay under 8 Mi elements.
+struct RoiChunk {
+  int64_t image;
+  std::vector<int64_t> rois;
+};
+std::vector<RoiChunk> roi_chunks(const Tensor& batch, int64_t images, int64_t per_roi) {
+  const Tensor b = batch.to(at::kCPU).contiguous();
+  const float* idx = b.data_ptr<float>();
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(per_roi, 1));
+  std::vector<std::vector<int64_t>> by_image(static_cast<std::size_t>(images));
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const auto n = static_cast<int64_t>(idx[i]);
+    TORCH_CHECK(n >= 0 && n < images, "torchvision::roi_align: roi ", i, " names batch index ", idx[i],
+                " of an input with ", images, " images");
+    by_image[static_cast<std::size_t>(n)].push_back(i);
+  }
+  std::vector<RoiChunk> chunks;
+  for (int64_t n = 0; n < images; ++n) {
+    const auto& rois = by_image[static_cast<std::size_t>(n)];
+    for (std::size_t a = 0; a < rois.size(); a += static_cast<std::size_t>(chunk)) {
+      const std::size_t e = std::min(rois.size(), a + static_cast<std::size_t>(chunk));
+      chunks.push_back({n, std::vector<int64_t>(rois.begin() + static_cast<std::ptrdiff_t>(a),
+                                                rois.begin() + static_cast<std::ptrdiff_t>(e))});
+    }
+  }
+  return chunks;
+}
+
+// The two axis matrices of every roi, the 1 / count folded into Ay.
+struct RoiMatrices {
+  Tensor ay, ax;  // f32 [K, ph, H], [K, pw, W]
+  Tensor batch;
+};
+RoiMatrices roi_matrices(OpScope& op, const Tensor& rois, double scale, int64_t ph, int64_t pw, int64_t ratio,
+                         bool aligned, int64_t height, int64_t width) {
+  const RoiSampling r = roi_sampling(op, rois, scale, ph, pw, ratio, aligned, height, width);
+  RoiMatrices m;
+  m.ay = run_elementwise_program({axis_matrix(r.ytap, r.yw, r.yok, r.k, ph, r.gh * 2, height),
+                                  r.count.view({r.k, 1, 1})},
+                                 "div($0, $1)");
+  m.ax = axis_matrix(r.xtap, r.xw, r.xok, r.k, pw, r.gw * 2, width);
+  m.batch = r.batch;
+  return m;
+}
+
+// A chunk's rows of a [K, ...] tensor: a view when its rois are consecutive (torchvision passes
+// each image's rois in order), else an index_select; `put` writes them back the same way.
+class ChunkRows {
+ public:
+  ChunkRows(const OpScope& op, const std::vector<int64_t>& rois)
+      : first_(rois.front()), count_(static_cast<int64_t>(rois.size())) {
+    if (rois.back() - rois.front() + 1 == count_) return;
+    index_ = empty_on(op.device(), {count_}, at::kLong);
+    index_.copy_(at::from_blob(const_cast<int64_t*>(rois.data()), {count_}, at::kLong));
+  }
+  Tensor of(const Tensor& t) const { return index_.defined() ? at::index_select(t, 0, index_) : t.narrow(0, first_, count_); }
+  void put(Tensor& dst, const Tensor& src) const {
+    if (index_.defined())
+      dst.index_copy_(0, index_, src);
+    else
+      dst.narrow(0, first_, count_).copy_(src);
+  }
+
+ private:
+  int64_t first_, count_;
+  Tensor index_;
+};
 
 void check_roi_align(const char* name, OpScope& op, const Tensor& rois, int64_t ph, int64_t pw) {
   check_on_device(rois, op.device(), name, "rois");
@@ -206,13 +269,20 @@ Tensor mlu_roi_align(const Tensor& input, const Tensor& rois, double spatial_sca
                               input.scalar_type(), " is not supported on device mlu (float32, float16)");
   const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3), k = rois.size(0);
   if (k == 0 || c == 0 || n * h * w == 0) return at::zeros({k, c, ph, pw}, input.options());
-  const RoiSampling r = roi_sampling(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
-  const RoiTaps t = roi_taps(r, h, w);
-  const Tensor planes = input.permute({1, 0, 2, 3}).reshape({c, n * h * w});  // [C, N H W]
-  const Tensor v = at::gather(planes, 1, t.index.view({1, -1}).expand({c, t.index.numel()})).view({c, k, ph, pw, t.t});
-  const Tensor sum = at::sum(run_elementwise_program({v, t.weight, t.ok}, "where($2, mul(cast($0, f32), $1), 0.0)"), {4});
-  const Tensor out = run_elementwise_program({sum, r.count.view({1, k, 1, 1})}, "div($0, $1)");
-  return out.permute({1, 0, 2, 3}).to(input.scalar_type()).contiguous();
+  const RoiMatrices m = roi_matrices(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
+  Tensor out = at::empty({k, c, ph, pw}, input.options().dtype(at::kFloat));
+  for (const RoiChunk& chunk : roi_chunks(m.batch, n, c * std::max(h * pw, ph * w))) {
+    const auto kb = static_cast<int64_t>(chunk.rois.size());
+    const ChunkRows rows(op, chunk.rois);
+    const Tensor ay = rows.of(m.ay), ax = rows.of(m.ax);
+    const Tensor f = input.select(0, chunk.image).to(at::kFloat);
+    // T = F Ax^T over the columns: [C H, W] x [W, Kb pw], then per roi Ay [ph, H] x T_k [H, C pw].
+    const Tensor t = at::matmul(f.reshape({c * h, w}), ax.reshape({kb * pw, w}).t());
+    const Tensor tk = t.view({c, h, kb, pw}).permute({2, 1, 0, 3}).reshape({kb, h, c * pw});
+    const Tensor o = at::bmm(ay, tk).view({kb, ph, c, pw}).permute({0, 2, 1, 3});
+    rows.put(out, o);
+  }
+  return out.to(input.scalar_type()).contiguous();
 }
 
 Tensor mlu_roi_align_backward(const Tensor& grad, const Tensor& rois, double spatial_scale, int64_t ph, int64_t pw,
@@ -227,17 +297,23 @@ Tensor mlu_roi_align_backward(const Tensor& grad, const Tensor& rois, double spa
   TORCH_CHECK(grad.dim() == 4 && grad.size(0) == k && grad.size(1) == channels && grad.size(2) == ph &&
                   grad.size(3) == pw,
               name, ": grad must be [", k, ", ", channels, ", ", ph, ", ", pw, "], got ", grad.sizes());
-  Tensor acc = at::zeros({channels, batch * height * width}, grad.options().dtype(at::kFloat));
-  if (k > 0 && channels > 0 && batch * height * width > 0) {
-    const RoiSampling r = roi_sampling(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, height, width);
-    const RoiTaps t = roi_taps(r, height, width);
-    // grad / count times each tap's weight, to the tap (0 for unusable samples)
-    const Tensor src = run_elementwise_program(
-        {grad.permute({1, 0, 2, 3}).unsqueeze(4), t.weight, r.count.view({1, k, 1, 1, 1})},
-        "div(mul(cast($0, f32), $1), $2)");
-    acc = at::index_add(acc, 1, t.index, src.reshape({channels, -1}));
+  const int64_t c = channels, h = height, w = width;
+  Tensor acc = at::zeros({batch, c, h, w}, grad.options().dtype(at::kFloat));
+  if (k > 0 && c > 0 && batch * h * w > 0) {
+    const RoiMatrices m = roi_matrices(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
+    for (const RoiChunk& chunk : roi_chunks(m.batch, batch, c * std::max(h * pw, ph * w))) {
+      const auto kb = static_cast<int64_t>(chunk.rois.size());
+      const ChunkRows rows(op, chunk.rois);
+      const Tensor ay = rows.of(m.ay), ax = rows.of(m.ax);
+      const Tensor g = rows.of(grad).to(at::kFloat);
+      // V_k = G_k Ax_k: [C ph, pw] x [pw, W]; dF = sum_k Ay_k^T V_k as one GEMM over the rois' bins.
+      const Tensor v = at::bmm(g.reshape({kb, c * ph, pw}), ax);
+      const Tensor vcat = v.view({kb, c, ph, w}).permute({0, 2, 1, 3}).reshape({kb * ph, c * w});
+      const Tensor df = at::matmul(ay.permute({2, 0, 1}).reshape({h, kb * ph}), vcat);  // [H, C W]
+      acc.select(0, chunk.image).add_(df.view({h, c, w}).permute({1, 0, 2}));
+    }
   }
-  return acc.view({channels, batch, height, width}).permute({1, 0, 2, 3}).to(grad.scalar_type()).contiguous();
+  return acc.to(grad.scalar_type()).contiguous();
 }
 
 }  // namespace
