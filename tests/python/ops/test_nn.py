@@ -879,6 +879,34 @@ def test_native_group_norm_rounds_once_as_the_cpu(dev):
         torch.nn.functional.group_norm(x.to(dev), 4)
 
 
+def test_group_norm_backward_matches_the_cpu(dev):
+    """native_group_norm_backward (GroupNormKernel's formulas in fp32): dx, dweight, dbias against
+    the CPU, with and without the affine, one group and one channel per group, fp16, and an
+    output_mask that asks only for dx."""
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(2, 6, 5, 3, generator=g) * 3 + 1
+    up = torch.randn(x.shape, generator=g)
+    w, b = torch.randn(6, generator=g), torch.randn(6, generator=g)
+    for groups, affine, dtype in [(3, True, torch.float32), (1, True, torch.float32), (6, False, torch.float32),
+                                  (2, True, torch.float16)]:
+        tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1e-2, "atol": 1e-2}
+        leaves = [t.to(dtype).clone().requires_grad_() for t in ([x, w, b] if affine else [x])]
+        dev_leaves = [t.detach().to(dev).requires_grad_() for t in leaves]
+        for ls, u in ((leaves, up.to(dtype)), (dev_leaves, up.to(dtype).to(dev))):
+            y = F.group_norm(ls[0], groups, *(ls[1:] if affine else []))
+            y.backward(u)
+        for want, got in zip(leaves, dev_leaves):
+            assert got.grad.dtype == want.grad.dtype
+            torch.testing.assert_close(got.grad.cpu(), want.grad, **tol)
+    rstd = torch.rand(2, 3) + 0.5
+    only_dx = torch.ops.aten.native_group_norm_backward(up.to(dev), x.to(dev), torch.zeros(2, 3, device=dev),
+                                                        rstd.to(dev), w.to(dev), 2, 6, 15, 3, [True, False, False])
+    want = torch.ops.aten.native_group_norm_backward(up, x, torch.zeros(2, 3), rstd, w, 2, 6, 15, 3,
+                                                     [True, False, False])
+    assert only_dx[1] is None and only_dx[2] is None
+    torch.testing.assert_close(only_dx[0].cpu(), want[0], rtol=1e-4, atol=1e-4)
+
+
 def test_batch_norm_with_update_and_no_update(dev):
     """torch 2's _batch_norm_with_update / _batch_norm_no_update: native_batch_norm's outputs and
     running-statistics update, plus an empty uint8 reserve (CUDA's, without cuDNN)."""

@@ -26,6 +26,8 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/SymIntArrayRef.h>
 #include <c10/util/StringUtil.h>
 #include <torch/library.h>
@@ -37,6 +39,7 @@
 #include "mlusim/mlu/random.h"
 #include "mlusim/mlu/softmax.h"
 #include "ops/op_support.h"
+#include "ops/program_literal.h"
 
 namespace mlusim::bridge::ops {
 namespace {
@@ -1005,6 +1008,71 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_group_norm(const Tensor& input, co
   return std::make_tuple(y, mean.view({n, group}).to(param), rstd.view({n, group}).to(param));
 }
 
+// native_group_norm_backward: torch's GroupNormKernel formulas over device reductions and programs,
+// all in fp32 (D = C / group channels per group, s = 1 / (D HxW); per (n, c): ds = sum dy x,
+// db = sum dy over the pixels; gamma = weight, or 1):
+//   dx     = rstd gamma dy + c2 x + c3,  c2 = (sum_g(db gamma) mean - sum_g(ds gamma)) rstd^3 s,
+//                                        c3 = -c2 mean - sum_g(db gamma) rstd s
+//   dgamma = sum_n (ds - db mean) rstd,  dbeta = sum_n db
+std::tuple<Tensor, Tensor, Tensor> mlu_native_group_norm_backward(const Tensor& grad_out, const Tensor& input,
+                                                                  const Tensor& mean, const Tensor& rstd,
+                                                                  const OptTensor& weight_opt, c10::SymInt n_sym,
+                                                                  c10::SymInt c_sym, c10::SymInt hxw_sym, int64_t group,
+                                                                  std::array<bool, 3> mask) {
+  OpScope op("aten::native_group_norm_backward", input);
+  const char* name = op.name();
+  const Tensor* weight = opt(weight_opt);
+  const int64_t n = n_sym.guard_int(__FILE__, __LINE__), c = c_sym.guard_int(__FILE__, __LINE__),
+                hxw = hxw_sym.guard_int(__FILE__, __LINE__);
+  for (const Tensor* t : {&grad_out, &mean, &rstd}) check_on_device(*t, op.device(), name, "grad_out, mean and rstd");
+  check_float(input, name, "input");
+  TORCH_CHECK(group > 0 && c % group == 0 && input.numel() == n * c * hxw && grad_out.sizes() == input.sizes(), name,
+              ": grad_out ", grad_out.sizes(), " and input ", input.sizes(), " must both hold N * C * HxW = ", n, " * ",
+              c, " * ", hxw, " elements, C divisible by group = ", group);
+  TORCH_CHECK(mean.numel() == n * group && rstd.numel() == n * group, name, ": mean and rstd must hold N * group = ",
+              n * group, " elements, got ", mean.sizes(), " and ", rstd.sizes());
+  const ScalarType param = weight != nullptr ? weight->scalar_type() : input.scalar_type();
+  const int64_t d = c / group;
+  Tensor dx, dgamma, dbeta;
+  if (input.numel() == 0) {
+    if (mask[0]) dx = at::zeros(input.sizes(), input.options());
+    if (mask[1]) dgamma = at::zeros({c}, input.options().dtype(param));
+    if (mask[2]) dbeta = at::zeros({c}, input.options().dtype(param));
+    return std::make_tuple(dx, dgamma, dbeta);
+  }
+  const Tensor dy = grad_out.reshape({n, c, hxw}), x = input.reshape({n, c, hxw});
+  const Tensor ds = at::sum(run_elementwise_program({dy, x}, "mul(cast($0, f32), cast($1, f32))"), {2});  // [N, C]
+  const Tensor db = at::sum(run_elementwise_program({dy}, "cast($0, f32)"), {2});
+  const Tensor m = run_elementwise_program({mean.reshape({n, group, 1})}, "cast($0, f32)");
+  const Tensor r = run_elementwise_program({rstd.reshape({n, group, 1})}, "cast($0, f32)");
+  if (mask[0]) {
+    const Tensor gamma = weight != nullptr ? run_elementwise_program({weight->reshape({1, group, d})}, "cast($0, f32)")
+                                           : Tensor();
+    const auto by_gamma = [&](const Tensor& t) {
+      return gamma.defined() ? run_elementwise_program({t.view({n, group, d}), gamma}, "mul($0, $1)")
+                             : t.view({n, group, d});
+    };
+    const Tensor dsg = at::sum(by_gamma(ds), {2}, true), dbg = at::sum(by_gamma(db), {2}, true);  // [N, G, 1]
+    const std::string scale = program_literal(1.0 / static_cast<double>(d * hxw));
+    const Tensor c2 = run_elementwise_program({dbg, m, dsg, r},
+                                              "mul(mul(sub(mul($0, $1), $2), mul(mul($3, $3), $3)), " + scale + ")");
+    const Tensor c3 = run_elementwise_program({c2, m, dbg, r}, "sub(neg(mul($0, $1)), mul(mul($2, $3), " + scale + "))");
+    const Tensor c1 = gamma.defined() ? run_elementwise_program({r, gamma}, "mul($0, $1)") : r.expand({n, group, d});
+    dx = run_elementwise_program({dy.view({n, group, d, hxw}), x.view({n, group, d, hxw}), c1.reshape({n, group, d, 1}),
+                                  c2.view({n, group, 1, 1}), c3.view({n, group, 1, 1})},
+                                 "cast_like(add(add(mul(cast($0, f32), $2), mul(cast($1, f32), $3)), $4), $1)")
+             .view(input.sizes());
+  }
+  if (mask[1])
+    dgamma = at::sum(run_elementwise_program({ds.view({n, group, d}), db.view({n, group, d}), m, r},
+                                             "mul(sub($0, mul($1, $2)), $3)"),
+                     {0})
+                 .reshape({c})
+                 .to(param);
+  if (mask[2]) dbeta = at::sum(db, {0}).to(param);
+  return std::make_tuple(dx, dgamma, dbeta);
+}
+
 LnShape layer_norm_backward_check(OpScope& op, const Tensor& grad_out, const Tensor& input,
                                   IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
                                   const Tensor* weight, const Tensor* bias) {
@@ -1280,6 +1348,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm_backward", TORCH_FN(mlu_native_batch_norm_backward));
   m.impl("native_batch_norm_backward.out", TORCH_FN(mlu_native_batch_norm_backward_out));
   m.impl("native_group_norm", TORCH_FN(mlu_native_group_norm));
+  m.impl("native_group_norm_backward", TORCH_FN(mlu_native_group_norm_backward));
   m.impl("native_layer_norm", TORCH_FN(mlu_native_layer_norm));
   m.impl("native_layer_norm.out", TORCH_FN(mlu_native_layer_norm_out));
   m.impl("native_layer_norm_backward", TORCH_FN(mlu_native_layer_norm_backward));
