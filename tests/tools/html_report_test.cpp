@@ -447,6 +447,13 @@ TEST(HtmlReportFuzzRegressions, RooflineValuesOutOfTheDoubleRange) {
   only_bad["peaks"]["dram_bytes_per_s"] = 1e-300;  // ridge points of 10^320 FLOP/byte: infinite
   html = page_within_deadline(only_bad, nullptr);
   EXPECT_NE(html.find("No op has an arithmetic intensity and a FLOP/s that a log scale can show"), std::string::npos);
+
+  // A finite peak near DBL_MAX (2 x 0.7e308 FLOP/s): the axis' factor-2 margin, xmax * 2, overflowed to
+  // infinity (found by report_reader_fuzz); the margin is now added in log space.
+  json near_max = sample_run();
+  near_max["peaks"]["macs_per_s"]["fp32"] = 0.7e308;
+  html = page_within_deadline(near_max, nullptr);
+  EXPECT_NE(html.find("fp32 peak"), std::string::npos);
 }
 
 }  // namespace

@@ -889,8 +889,11 @@ std::string roofline_section(const json& run) {
     ymax = std::max(ymax, f);
     if (bw > 0 && plottable(f / bw)) xmin = std::min(xmin, f / bw), xmax = std::max(xmax, f / bw);
   }
-  const double lx0 = std::floor(std::log10(xmin / 2)), lx1 = std::max(lx0 + 1, std::ceil(std::log10(xmax * 2)));
-  const double ly0 = std::floor(std::log10(ymin / 2)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(ymax * 2)));
+  // A factor of 2 of margin, taken in log space: xmax * 2 overflows to infinity near DBL_MAX (and
+  // xmin / 2 underflows to 0 below DBL_TRUE_MIN), which would make the decade loops endless.
+  const double margin = std::log10(2.0);
+  const double lx0 = std::floor(std::log10(xmin) - margin), lx1 = std::max(lx0 + 1, std::ceil(std::log10(xmax) + margin));
+  const double ly0 = std::floor(std::log10(ymin) - margin), ly1 = std::max(ly0 + 1, std::ceil(std::log10(ymax) + margin));
   constexpr double kL = 80, kT = 16, kW = 640, kH = 400, kRight = 190, kB = 46;
   auto X = [&](double ai) { return kL + (std::log10(ai) - lx0) / (lx1 - lx0) * kW; };
   auto Y = [&](double f) { return kT + kH - (std::log10(f) - ly0) / (ly1 - ly0) * kH; };
