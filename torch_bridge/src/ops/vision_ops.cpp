@@ -189,14 +189,16 @@ struct RoiChunk {
   int64_t image;
   std::vector<int64_t> rois;
 };
-std::vector<RoiChunk> roi_chunks(const Tensor& batch, int64_t images, int64_t per_roi) {
+std::vector<RoiChunk> roi_chunks(const char* name, const Tensor& batch, int64_t images, int64_t c, int64_t h,
+                                 int64_t w, int64_t ph, int64_t pw) {
   const Tensor b = batch.to(at::kCPU).contiguous();
   const float* idx = b.data_ptr<float>();
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{8} << 20) / std::max<int64_t>(per_roi, 1));
+  const int64_t per_roi = std::max<int64_t>(c * std::max(h * pw, ph * w), 1);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{8} << 20) / per_roi);
   std::vector<std::vector<int64_t>> by_image(static_cast<std::size_t>(images));
   for (int64_t i = 0; i < b.numel(); ++i) {
     const auto n = static_cast<int64_t>(idx[i]);
-    TORCH_CHECK(n >= 0 && n < images, "torchvision::roi_align: roi ", i, " names batch index ", idx[i],
+    TORCH_CHECK(n >= 0 && n < images, name, ": roi ", i, " names batch index ", idx[i],
                 " of an input with ", images, " images");
     by_image[static_cast<std::size_t>(n)].push_back(i);
   }
@@ -271,7 +273,7 @@ Tensor mlu_roi_align(const Tensor& input, const Tensor& rois, double spatial_sca
   if (k == 0 || c == 0 || n * h * w == 0) return at::zeros({k, c, ph, pw}, input.options());
   const RoiMatrices m = roi_matrices(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
   Tensor out = at::empty({k, c, ph, pw}, input.options().dtype(at::kFloat));
-  for (const RoiChunk& chunk : roi_chunks(m.batch, n, c * std::max(h * pw, ph * w))) {
+  for (const RoiChunk& chunk : roi_chunks(name, m.batch, n, c, h, w, ph, pw)) {
     const auto kb = static_cast<int64_t>(chunk.rois.size());
     const ChunkRows rows(op, chunk.rois);
     const Tensor ay = rows.of(m.ay), ax = rows.of(m.ax);
@@ -301,7 +303,7 @@ Tensor mlu_roi_align_backward(const Tensor& grad, const Tensor& rois, double spa
   Tensor acc = at::zeros({batch, c, h, w}, grad.options().dtype(at::kFloat));
   if (k > 0 && c > 0 && batch * h * w > 0) {
     const RoiMatrices m = roi_matrices(op, rois, spatial_scale, ph, pw, sampling_ratio, aligned, h, w);
-    for (const RoiChunk& chunk : roi_chunks(m.batch, batch, c * std::max(h * pw, ph * w))) {
+    for (const RoiChunk& chunk : roi_chunks(name, m.batch, batch, c, h, w, ph, pw)) {
       const auto kb = static_cast<int64_t>(chunk.rois.size());
       const ChunkRows rows(op, chunk.rois);
       const Tensor ay = rows.of(m.ay), ax = rows.of(m.ax);
