@@ -9,6 +9,7 @@
 // and rounds once, as torch does); gelu's tanh approximation is composed from VFU steps in fp32
 // with torch's operation order.
 // Comparisons and logical ops: the VFU writes 1/0 in the operand dtype.
+// Bitwise ops: one VFU bit op in the result dtype's lanes (bool directly, int64 as int32).
 #include "elementwise/emit.h"
 
 #include <cmath>
@@ -215,6 +216,23 @@ bool is_valid(BinaryOp op) { return static_cast<std::uint8_t>(op) <= static_cast
 bool is_valid(UnaryOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(UnaryOp::kCos); }
 bool is_valid(CompareOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(CompareOp::kGe); }
 bool is_valid(LogicalOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(LogicalOp::kXor); }
+bool is_valid(BitwiseOp op) { return static_cast<std::uint8_t>(op) <= static_cast<std::uint8_t>(BitwiseOp::kRightShift); }
+
+const char* bitwise_name(BitwiseOp op) {
+  switch (op) {
+    case BitwiseOp::kAnd:
+      return "bitwise_and";
+    case BitwiseOp::kOr:
+      return "bitwise_or";
+    case BitwiseOp::kXor:
+      return "bitwise_xor";
+    case BitwiseOp::kLeftShift:
+      return "bitwise_left_shift";
+    case BitwiseOp::kRightShift:
+      return "bitwise_right_shift";
+  }
+  return "bitwise";
+}
 
 Status emit_binary(Program& p, const char* name, BinaryOp op, const Val& a, const Val& b, double alpha, Val* out) {
   const DType compute = compute_dtype(op, result_type(a, b));
@@ -293,5 +311,56 @@ ValueId emit_logical(Program& p, LogicalOp op, const Val& a, const Val& b) {
 }
 
 ValueId emit_logical_not(Program& p, const Val& x) { return p.unary(sim::VecUnaryOp::kNot, as(p, x, DType::kBool)); }
+
+namespace {
+
+VecBinaryOp vfu_op(BitwiseOp op) {
+  switch (op) {
+    case BitwiseOp::kAnd:
+      return VecBinaryOp::kBitAnd;
+    case BitwiseOp::kOr:
+      return VecBinaryOp::kBitOr;
+    case BitwiseOp::kXor:
+      return VecBinaryOp::kBitXor;
+    case BitwiseOp::kLeftShift:
+      return VecBinaryOp::kShl;
+    case BitwiseOp::kRightShift:
+      return VecBinaryOp::kShr;
+  }
+  return VecBinaryOp::kBitAnd;
+}
+
+// Bitwise ops are defined on integral dtypes, and/or/xor on bool too (torch's kernels' dispatch).
+Status check_bitwise_dtype(const char* name, BitwiseOp op, DType compute) {
+  const bool shift = op == BitwiseOp::kLeftShift || op == BitwiseOp::kRightShift;
+  MLU_CHECK(!sim::dtype_is_float(compute) && !(shift && compute == DType::kBool),
+            Status::kBadParam,
+            std::string(name) + ": not defined for " + std::string(sim::dtype_name(compute)) +
+                (shift ? " (integral operands only)" : " (bool or integral operands only)"));
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status emit_bitwise(Program& p, const char* name, BitwiseOp op, const Val& a, const Val& b, Val* out) {
+  const DType compute = result_type(a, b);
+  MLU_RETURN_IF_ERROR(check_bitwise_dtype(name, op, compute));
+  const DType math = vfu_dtype(compute);
+  const ValueId r = p.binary(vfu_op(op), as(p, a, math), as(p, b, math));
+  *out = Val{convert(p, r, compute), compute, a.zero_dim && b.zero_dim};
+  return Status::kSuccess;
+}
+
+Status emit_bitwise_scalar(Program& p, const char* name, BitwiseOp op, const Val& a, std::int64_t scalar,
+                           DType result, bool scalar_first, Val* out) {
+  MLU_RETURN_IF_ERROR(check_bitwise_dtype(name, op, result));
+  const DType math = vfu_dtype(result);
+  const auto v = static_cast<double>(scalar);
+  MLU_RETURN_IF_ERROR(check_scalar(name, "scalar", v, math));
+  const ValueId va = as(p, a, math);
+  const ValueId r = scalar_first ? p.binary(vfu_op(op), p.constant(math, v), va) : p.binary_scalar(vfu_op(op), va, v);
+  *out = Val{convert(p, r, result), result, a.zero_dim};
+  return Status::kSuccess;
+}
 
 }  // namespace mlusim::mlu::ew

@@ -31,10 +31,12 @@ ValueId as(Program& p, const Val& v, DType to);
 const char* binary_name(BinaryOp op);    // "add", ...; "binary" when out of range
 const char* unary_name(UnaryOp op);      // "exp", ...; "unary" when out of range
 const char* compare_name(CompareOp op);  // "lt", ...; "compare" when out of range
+const char* bitwise_name(BitwiseOp op);  // "bitwise_and", ...; "bitwise" when out of range
 bool is_valid(BinaryOp op);
 bool is_valid(UnaryOp op);
 bool is_valid(CompareOp op);
 bool is_valid(LogicalOp op);
+bool is_valid(BitwiseOp op);
 
 // a op b (alpha scales b for add/sub), computed in torch's result dtype of a and b (fp32 at least
 // for true division). `name` prefixes messages.
@@ -54,5 +56,10 @@ Val emit_where(Program& p, const Val& cond, const Val& a, const Val& b);
 // (a != 0) op (b != 0) and (x == 0), bool.
 ValueId emit_logical(Program& p, LogicalOp op, const Val& a, const Val& b);
 ValueId emit_logical_not(Program& p, const Val& x);
+// a op b in result_type(a, b) (bool for and/or/xor, or integral; kBadParam otherwise).
+Status emit_bitwise(Program& p, const char* name, BitwiseOp op, const Val& a, const Val& b, Val* out);
+// a op scalar (scalar op a when scalar_first) in `result`; the scalar must fit its VFU lanes.
+Status emit_bitwise_scalar(Program& p, const char* name, BitwiseOp op, const Val& a, std::int64_t scalar,
+                           DType result, bool scalar_first, Val* out);
 
 }  // namespace mlusim::mlu::ew

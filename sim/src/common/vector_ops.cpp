@@ -46,6 +46,11 @@ std::string_view op_name(VecBinaryOp op) {
     case VecBinaryOp::kGe: return "ge";
     case VecBinaryOp::kAnd: return "and";
     case VecBinaryOp::kOr: return "or";
+    case VecBinaryOp::kBitAnd: return "bitand";
+    case VecBinaryOp::kBitOr: return "bitor";
+    case VecBinaryOp::kBitXor: return "bitxor";
+    case VecBinaryOp::kShl: return "shl";
+    case VecBinaryOp::kShr: return "shr";
   }
   return "invalid";
 }

@@ -201,8 +201,8 @@ void float_binary(VecBinaryOp op, DType t, const Operand& a, const Operand& b, s
     case VecBinaryOp::kLe: return run([](const auto& x, const auto& y) { return x <= y; });
     case VecBinaryOp::kGt: return run([](const auto& x, const auto& y) { return x > y; });
     case VecBinaryOp::kGe: return run([](const auto& x, const auto& y) { return x >= y; });
-    case VecBinaryOp::kAnd:
-    case VecBinaryOp::kOr: break;
+    case VecBinaryOp::kAnd: case VecBinaryOp::kOr: case VecBinaryOp::kBitAnd: case VecBinaryOp::kBitOr:
+    case VecBinaryOp::kBitXor: case VecBinaryOp::kShl: case VecBinaryOp::kShr: break;
   }
   throw_unsupported("binary", op_name(op), t);
 }
@@ -270,6 +270,21 @@ void int_binary(VecBinaryOp op, DType t, D* dst, const Operand& a, const Operand
     case VecBinaryOp::kGe: return run([](I x, I y) { return I{x >= y}; });
     case VecBinaryOp::kAnd: return run([](I x, I y) { return I{x != 0 && y != 0}; });
     case VecBinaryOp::kOr: return run([](I x, I y) { return I{x != 0 || y != 0}; });
+    // Operands are sign-extended to 64 bits, so and/or/xor and the arithmetic right shift of the
+    // wide value equal the W-bit ones; the store wraps kShl's result modulo 2^W.
+    case VecBinaryOp::kBitAnd: return run([](I x, I y) { return x & y; });
+    case VecBinaryOp::kBitOr: return run([](I x, I y) { return x | y; });
+    case VecBinaryOp::kBitXor: return run([](I x, I y) { return x ^ y; });
+    case VecBinaryOp::kShl: {
+      const I width = static_cast<I>(dtype_size(t)) * 8;
+      return run([width](I x, I y) {
+        return y < 0 || y >= width ? I{0} : static_cast<I>(static_cast<std::uint64_t>(x) << y);
+      });
+    }
+    case VecBinaryOp::kShr: {
+      const I width = static_cast<I>(dtype_size(t)) * 8;
+      return run([width](I x, I y) { return x >> (y < 0 || y >= width ? width - 1 : y); });
+    }
   }
   throw_unsupported("binary", op_name(op), t);
 }
@@ -529,7 +544,10 @@ bool vec_supported(VecBinaryOp op, DType t) {
     case VecBinaryOp::kLe: case VecBinaryOp::kGt: case VecBinaryOp::kGe:
       return is_vfu_dtype(t);
     case VecBinaryOp::kAnd: case VecBinaryOp::kOr:
+    case VecBinaryOp::kBitAnd: case VecBinaryOp::kBitOr: case VecBinaryOp::kBitXor:
       return is_int(t) || t == DType::kBool;
+    case VecBinaryOp::kShl: case VecBinaryOp::kShr:
+      return is_int(t);
   }
   return false;
 }

@@ -876,8 +876,55 @@ def test_bitwise_ops_on_bool(dev):
     for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
         assert torch.equal(fn(a.to(dev), b.to(dev)).cpu(), fn(a, b))
     assert torch.equal((a.to(dev) & True).cpu(), a)
-    with pytest.raises(NotImplementedError, match="only bool tensors"):
-        torch.bitwise_and(torch.ones(3, dtype=torch.int32).to(dev), torch.ones(3, dtype=torch.int32).to(dev))
+    # bool with an integer promotes (transformers' stopping criteria: int64 & bool)
+    i = torch.arange(5)
+    assert torch.equal((i.to(dev) & b.to(dev)).cpu(), i & b)
+
+
+@pytest.mark.parametrize("dtype", [I8, torch.uint8, torch.int16, I32, I64])
+def test_bitwise_ops_on_integers(dev, dtype):
+    """and/or/xor and shifts as torch's CPU kernels: broadcasting, scalars on either side, in-place
+    and out=, shift counts outside [0, width) (0 for <<, the sign for >>)."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(3)
+    lo, hi = max(info.min, -(2**31)), min(info.max, 2**31 - 1)  # int64 computes in int32 lanes
+    a = torch.randint(lo, hi, (6, 9), generator=g, dtype=torch.int64).to(dtype)
+    b = torch.randint(lo, hi, (9,), generator=g, dtype=torch.int64).to(dtype)
+    width = info.bits
+    counts = torch.randint(0 if dtype == torch.uint8 else -3, width + 3, (9,), generator=g).to(dtype)
+    ad, bd, cd = a.to(dev), b.to(dev), counts.to(dev)
+    for fn in (torch.bitwise_and, torch.bitwise_or, torch.bitwise_xor):
+        assert torch.equal(fn(ad, bd).cpu(), fn(a, b)), fn
+        assert torch.equal(fn(ad, 5).cpu(), fn(a, 5)), fn
+    assert torch.equal(torch.bitwise_right_shift(ad, cd).cpu(), torch.bitwise_right_shift(a, counts))
+    assert torch.equal((ad >> 3).cpu(), a >> 3)
+    assert torch.equal(torch.bitwise_right_shift(-9, cd).cpu(), torch.bitwise_right_shift(-9, counts))  # scalar first
+    # int64 computes in int32 lanes: left shifts wrap modulo 2^32, not 2^64 (documented), so int64
+    # is compared where the results fit int32
+    sa, sc = (a.remainder(1000) - 500, counts.clamp(max=20)) if dtype == I64 else (a, counts)
+    assert torch.equal((sa.to(dev) << sc.to(dev)).cpu(), sa << sc)
+    assert torch.equal(torch.bitwise_left_shift(sa.to(dev), 3).cpu(), torch.bitwise_left_shift(sa, 3))
+    assert torch.equal(torch.bitwise_left_shift(3, sc.to(dev)).cpu(), torch.bitwise_left_shift(3, sc))
+    x = ad.clone()
+    x ^= bd
+    x >>= 1
+    assert torch.equal(x.cpu(), (a ^ b) >> 1)
+    out = torch.empty(0, dtype=dtype, device=dev)
+    torch.bitwise_or(ad, bd, out=out)
+    assert torch.equal(out.cpu(), a | b)
+    # non-contiguous operands
+    assert torch.equal((ad.t() & bd[:6]).cpu(), a.t() & b[:6])
+    assert torch.equal((~ad).cpu(), ~a) if dtype != torch.uint8 else True
+
+
+def test_bitwise_ops_reject_floating_and_bool_shifts(dev):
+    f = torch.ones(3, device=dev)
+    with pytest.raises(RuntimeError, match="bitwise_and.*not implemented for 'Float'"):
+        f & f
+    with pytest.raises(RuntimeError, match="bitwise_left_shift.*not implemented for 'Bool'"):
+        torch.bitwise_left_shift(torch.ones(3, dtype=B, device=dev), torch.ones(3, dtype=B, device=dev))
+    # the device stays usable
+    assert torch.equal((torch.arange(4, device=dev) | 1).cpu(), torch.arange(4) | 1)
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, B, I32])

@@ -18,6 +18,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "compute/test_util.h"
@@ -218,6 +219,68 @@ TEST(VecBinary, IntegerPow) {
   EXPECT_EQ(d8[0], -128);  // 128 wraps
   EXPECT_EQ(d8[1], wrap<std::int8_t>(243));
   EXPECT_EQ(d8[2], -27);
+}
+
+// Reference in the dtype's own width (unsigned for the wrap), independent of the VFU's 64-bit loop:
+// torch's CPU kernels (BinaryOpsKernel.cpp lshift/rshift) make out-of-range counts total.
+template <class T> T ref_bitwise(VecBinaryOp op, T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int kWidth = static_cast<int>(sizeof(T)) * 8;
+  const bool out_of_range = y < 0 || y >= kWidth;
+  switch (op) {
+    case VecBinaryOp::kBitAnd: return static_cast<T>(static_cast<U>(x) & static_cast<U>(y));
+    case VecBinaryOp::kBitOr: return static_cast<T>(static_cast<U>(x) | static_cast<U>(y));
+    case VecBinaryOp::kBitXor: return static_cast<T>(static_cast<U>(x) ^ static_cast<U>(y));
+    case VecBinaryOp::kShl: return out_of_range ? T{0} : static_cast<T>(static_cast<U>(static_cast<U>(x) << y));
+    case VecBinaryOp::kShr: return static_cast<T>(x >> (out_of_range ? kWidth - 1 : y));
+    default: ADD_FAILURE(); return 0;
+  }
+}
+
+template <class T> void check_bitwise(DType t) {
+  constexpr std::int64_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  constexpr std::int64_t width = sizeof(T) * 8;
+  for (std::size_t n : kSizes) {
+    const std::vector<T> a = random_ints<T>(n, lo, hi, 700 + n);
+    const std::vector<T> bits = random_ints<T>(n, lo, hi, 701 + n);
+    const std::vector<T> counts = random_ints<T>(n, -3, width + 3, 702 + n);  // in and out of range
+    for (VecBinaryOp op : {VecBinaryOp::kBitAnd, VecBinaryOp::kBitOr, VecBinaryOp::kBitXor, VecBinaryOp::kShl,
+                           VecBinaryOp::kShr}) {
+      SCOPED_TRACE(std::string(op_name(op)) + " " + std::string(dtype_name(t)) + " n=" + std::to_string(n));
+      const bool shift = op == VecBinaryOp::kShl || op == VecBinaryOp::kShr;
+      const std::vector<T>& b = shift ? counts : bits;
+      std::vector<T> dst(n);
+      vec_binary(op, t, dst.data(), a.data(), b.data(), n);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(dst[i], ref_bitwise<T>(op, a[i], b[i])) << "element " << i << ": " << +a[i] << ", " << +b[i];
+      vec_binary_scalar(op, t, dst.data(), a.data(), 3.0, n);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(dst[i], ref_bitwise<T>(op, a[i], T{3})) << "scalar, element " << i;
+    }
+  }
+}
+
+TEST(VecBinary, BitwiseOpsAndShiftsInTheDtypeWidth) {
+  check_bitwise<std::int32_t>(DType::kInt32);
+  check_bitwise<std::int8_t>(DType::kInt8);
+  // Spot values: sign fill, wrap, out-of-range counts.
+  const std::int32_t x[] = {-8, 1, 0x40000000, -1, 5};
+  const std::int32_t c[] = {1, 31, 1, 32, -1};
+  std::int32_t d[5];
+  vec_binary(VecBinaryOp::kShr, DType::kInt32, d, x, c, 5);
+  EXPECT_EQ(std::vector<std::int32_t>(d, d + 5), (std::vector<std::int32_t>{-4, 0, 0x20000000, -1, 0}));
+  vec_binary(VecBinaryOp::kShl, DType::kInt32, d, x, c, 5);
+  EXPECT_EQ(std::vector<std::int32_t>(d, d + 5),
+            (std::vector<std::int32_t>{-16, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min(), 0, 0}));
+  // Bool: and/or/xor only (torch defines no bool shifts).
+  const std::uint8_t p[] = {0, 0, 1, 1}, q[] = {0, 1, 0, 1};
+  std::uint8_t r[4];
+  vec_binary(VecBinaryOp::kBitXor, DType::kBool, r, p, q, 4);
+  EXPECT_EQ(std::vector<std::uint8_t>(r, r + 4), (std::vector<std::uint8_t>{0, 1, 1, 0}));
+  EXPECT_FALSE(vec_supported(VecBinaryOp::kShl, DType::kBool));
+  EXPECT_FALSE(vec_supported(VecBinaryOp::kBitAnd, DType::kFloat32));
+  EXPECT_THROW(vec_binary(VecBinaryOp::kShr, DType::kBool, r, p, q, 4), std::invalid_argument);
+  float f[2] = {1.0f, 2.0f};
+  EXPECT_THROW(vec_binary(VecBinaryOp::kBitOr, DType::kFloat32, f, f, f, 2), std::invalid_argument);
 }
 
 TEST(VecBinary, BoolLogicAndComparisons) {

@@ -1232,24 +1232,89 @@ Tensor& mlu_gelu_out(const Tensor& s, c10::string_view a, Tensor& out) {
   return out;
 }
 
-// bitwise_and/or/xor of bool tensors are the logical ops (transformers combines attention masks
-// with `&`); libmlu has no integer bitwise ops, so integer tensors raise NotImplementedError.
-Tensor& bitwise_bool_out(const char* name, mlu::LogicalOp lop, const Tensor& s, const Tensor& o, Tensor& out) {
-  TORCH_CHECK_NOT_IMPLEMENTED(s.scalar_type() == at::kBool && o.scalar_type() == at::kBool, name,
-                              ": only bool tensors are supported on device mlu (libmlu has no integer bitwise ops), "
-                              "got ", s.scalar_type(), " and ", o.scalar_type());
-  logical_op(name, lop, s, &o, Mode::kOut, out);
+// bitwise_and/or/xor/left_shift/right_shift (and the __lshift__/__rshift__ operators): libmlu's
+// bitwise ops in torch's result dtype. uint8 and int16 (not libmlu dtypes) compute in int32 lanes
+// and are truncated back, which is exact for every op: and/or/xor and left shifts keep their low
+// bits, right shifts of the zero-/sign-extended value equal the narrow ones, and counts at or
+// beyond the narrow width give 0 (or the sign) either way, as torch's kernels define.
+Tensor bitwise_op(const char* name, mlu::BitwiseOp bop, const Tensor& a, const Tensor& b, Mode mode, const Tensor& given) {
+  const bool shift = bop == mlu::BitwiseOp::kLeftShift || bop == mlu::BitwiseOp::kRightShift;
+  const ScalarType common = ResultType().t(a).t(b).get();
+  TORCH_CHECK(c10::isIntegralType(common, /*includeBool=*/!shift), name, ": not implemented for '", common, "'");
+  if (common == at::kByte || common == at::kShort) {
+    // A host scalar takes the narrow dtype first (-9 >> t on uint8 shifts 247, as on the CPU).
+    const auto widen = [&](const Tensor& t) { return is_cpu_scalar(t) ? t.to(common) : t.to(at::kInt); };
+    const Tensor wide = bitwise_op(name, bop, widen(a), widen(b), Mode::kNew, Tensor());
+    if (mode == Mode::kNew) return wide.to(common);
+    Tensor dst = given;
+    if (mode == Mode::kInPlace) {
+      TORCH_CHECK(dst.sizes() == wide.sizes(), name, ": output with shape ", dst.sizes(),
+                  " doesn't match the broadcast shape ", wide.sizes());
+    } else {
+      check_cast(name, common, dst.scalar_type());
+    }
+    return write_out(wide, dst, name);
+  }
+  const c10::Device device = pick_device(name, {&a, &b, &given});
+  const Operand oa = operand(name, a, device, "self"), ob = operand(name, b, device, "other");
+  TORCH_CHECK(!(oa.host() && ob.host()), name, ": expected at least one input on device mlu");
+  const Shape shape = broadcast(name, {oa.sizes(), ob.sizes()});
+  OpScope op(name, device);
+  const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&oa, &ob}));
+  check_overlap(name, out, {&oa.t, &ob.t});
+  run_into(op, out, common, [&](const Tensor& y) {
+    if (!oa.host() && !ob.host()) {
+      op.check(mlu::bitwise(op.handle(), bop, desc(oa.t, name), oa.t.data_ptr(), desc(ob.t, name), ob.t.data_ptr(),
+                            desc(y, name), y.data_ptr()),
+               "bitwise");
+      return;
+    }
+    // A host value of the common dtype (checked conversion, as TensorIterator casts a CPU scalar).
+    const Operand& t = oa.host() ? ob : oa;
+    const double v = scalar_as(Scalar(oa.host() ? oa.v : ob.v), common);
+    op.check(mlu::bitwise_scalar(op.handle(), bop, desc(t.t, name), t.t.data_ptr(), static_cast<std::int64_t>(v),
+                                 desc(y, name), y.data_ptr(), /*scalar_first=*/oa.host()),
+             "bitwise_scalar");
+  });
   return out;
 }
-Tensor& mlu_bitwise_and_out(const Tensor& s, const Tensor& o, Tensor& out) {
-  return bitwise_bool_out("aten::bitwise_and.Tensor_out", mlu::LogicalOp::kAnd, s, o, out);
-}
-Tensor& mlu_bitwise_or_out(const Tensor& s, const Tensor& o, Tensor& out) {
-  return bitwise_bool_out("aten::bitwise_or.Tensor_out", mlu::LogicalOp::kOr, s, o, out);
-}
-Tensor& mlu_bitwise_xor_out(const Tensor& s, const Tensor& o, Tensor& out) {
-  return bitwise_bool_out("aten::bitwise_xor.Tensor_out", mlu::LogicalOp::kXor, s, o, out);
-}
+
+#define MLU_BITWISE_OUT(fn, aten, bop)                                           \
+  Tensor& mlu_##fn##_out(const Tensor& s, const Tensor& o, Tensor& out) {        \
+    bitwise_op("aten::" aten ".Tensor_out", bop, s, o, Mode::kOut, out);         \
+    return out;                                                                  \
+  }
+MLU_BITWISE_OUT(bitwise_and, "bitwise_and", mlu::BitwiseOp::kAnd)
+MLU_BITWISE_OUT(bitwise_or, "bitwise_or", mlu::BitwiseOp::kOr)
+MLU_BITWISE_OUT(bitwise_xor, "bitwise_xor", mlu::BitwiseOp::kXor)
+MLU_BITWISE_OUT(bitwise_left_shift, "bitwise_left_shift", mlu::BitwiseOp::kLeftShift)
+MLU_BITWISE_OUT(bitwise_right_shift, "bitwise_right_shift", mlu::BitwiseOp::kRightShift)
+#undef MLU_BITWISE_OUT
+
+// __lshift__ / __rshift__ and their in-place forms (CPU and CUDA register them directly; the
+// scalar forms take the scalar as torch's wrapped number does).
+#define MLU_SHIFT_OPERATOR(dunder, bop)                                                                       \
+  Tensor mlu_##dunder##_tensor(const Tensor& s, const Tensor& o) {                                              \
+    return bitwise_op("aten::" #dunder ".Tensor", bop, s, o, Mode::kNew, Tensor());                             \
+  }                                                                                                           \
+  Tensor mlu_##dunder##_scalar(const Tensor& s, const Scalar& o) {                                              \
+    return bitwise_op("aten::" #dunder ".Scalar", bop, s, at::native::wrapped_scalar_tensor(o), Mode::kNew, Tensor()); \
+  }
+MLU_SHIFT_OPERATOR(__lshift__, mlu::BitwiseOp::kLeftShift)
+MLU_SHIFT_OPERATOR(__rshift__, mlu::BitwiseOp::kRightShift)
+#undef MLU_SHIFT_OPERATOR
+#define MLU_SHIFT_INPLACE(dunder, bop)                                                                  \
+  Tensor& mlu_##dunder##_tensor(Tensor& s, const Tensor& o) {                                           \
+    bitwise_op("aten::" #dunder ".Tensor", bop, s, o, Mode::kInPlace, s);                               \
+    return s;                                                                                           \
+  }                                                                                                     \
+  Tensor& mlu_##dunder##_scalar(Tensor& s, const Scalar& o) {                                           \
+    bitwise_op("aten::" #dunder ".Scalar", bop, s, at::native::wrapped_scalar_tensor(o), Mode::kInPlace, s); \
+    return s;                                                                                           \
+  }
+MLU_SHIFT_INPLACE(__ilshift__, mlu::BitwiseOp::kLeftShift)
+MLU_SHIFT_INPLACE(__irshift__, mlu::BitwiseOp::kRightShift)
+#undef MLU_SHIFT_INPLACE
 
 // tril / triu: self where col - row <= k (tril) / >= k (triu), else 0, over the last two dims. The
 // mask comes from two device iotas (arange) compared with broadcasting, then one select; torch's
@@ -1687,6 +1752,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bitwise_and.Tensor_out", TORCH_FN(mlu_bitwise_and_out));
   m.impl("bitwise_or.Tensor_out", TORCH_FN(mlu_bitwise_or_out));
   m.impl("bitwise_xor.Tensor_out", TORCH_FN(mlu_bitwise_xor_out));
+  m.impl("bitwise_left_shift.Tensor_out", TORCH_FN(mlu_bitwise_left_shift_out));
+  m.impl("bitwise_right_shift.Tensor_out", TORCH_FN(mlu_bitwise_right_shift_out));
+  m.impl("__lshift__.Tensor", TORCH_FN(mlu___lshift___tensor));
+  m.impl("__lshift__.Scalar", TORCH_FN(mlu___lshift___scalar));
+  m.impl("__rshift__.Tensor", TORCH_FN(mlu___rshift___tensor));
+  m.impl("__rshift__.Scalar", TORCH_FN(mlu___rshift___scalar));
+  m.impl("__ilshift__.Tensor", TORCH_FN(mlu___ilshift___tensor));
+  m.impl("__ilshift__.Scalar", TORCH_FN(mlu___ilshift___scalar));
+  m.impl("__irshift__.Tensor", TORCH_FN(mlu___irshift___tensor));
+  m.impl("__irshift__.Scalar", TORCH_FN(mlu___irshift___scalar));
   m.impl("tril.out", TORCH_FN(mlu_tril_out));
   m.impl("triu.out", TORCH_FN(mlu_triu_out));
   m.impl("isposinf.out", TORCH_FN(mlu_isposinf_out));

@@ -42,6 +42,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/bitwise_xor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -425,12 +426,13 @@ Tensor mlu_erf(const Tensor& self) {
 Tensor& mlu_erf_out(const Tensor& self, Tensor& out) { return write_out(mlu_erf(self), out, "aten::erf"); }
 Tensor& mlu_erf_(Tensor& self) { return write_out(mlu_erf(self), self, "aten::erf"); }
 
-// ~x: logical not for bool, -x - 1 in two's complement for integers.
+// ~x: logical not for bool, x ^ all-ones for integers (the device's bitwise_xor, which also
+// covers uint8 and int16).
 Tensor mlu_bitwise_not(const Tensor& self) {
   TORCH_CHECK(self.scalar_type() == at::kBool || at::isIntegralType(self.scalar_type(), /*includeBool=*/false),
               "aten::bitwise_not: expected a bool or integer tensor, got ", self.scalar_type());
   if (self.scalar_type() == at::kBool) return program("aten::bitwise_not", {self}, "logical_not($0)");
-  return program("aten::bitwise_not", {self}, "cast_like(sub(neg($0), 1), $0)");
+  return at::bitwise_xor(self, self.scalar_type() == at::kByte ? 255 : -1);
 }
 Tensor& mlu_bitwise_not_out(const Tensor& self, Tensor& out) { return write_out(mlu_bitwise_not(self), out, "aten::bitwise_not"); }
 

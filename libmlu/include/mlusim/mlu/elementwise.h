@@ -115,6 +115,29 @@ Status logical(Handle* h, LogicalOp op, const TensorDesc& a, const void* a_ptr, 
 // y = (x == 0).
 Status logical_not(Handle* h, const TensorDesc& x, const void* x_ptr, const TensorDesc& y, void* y_ptr);
 
+// ---- bitwise ------------------------------------------------------------------------------------
+
+enum class BitwiseOp : std::uint8_t {
+  kAnd, kOr, kXor,  // bool or integral operands
+  kLeftShift,       // a << b: integral only; wraps modulo 2^W (W = the compute dtype's bits)
+  kRightShift,      // a >> b: integral only; arithmetic (sign-filling)
+};
+
+// y = a op b with broadcasting, in torch's result type of a and b (result_type above), which must
+// be bool (and/or/xor) or integral: kBadParam otherwise, naming the op and dtype. Shift counts
+// follow torch's CPU kernels: a count < 0 or >= W gives 0 (left) or the sign (right). int64
+// computes in int32 lanes like every int64 op (values outside int32 fault on load): and/or/xor
+// and right shifts are exact, left shifts wrap modulo 2^32 where torch wraps modulo 2^64.
+// Thread safety and errors as binary().
+Status bitwise(Handle* h, BitwiseOp op, const TensorDesc& a, const void* a_ptr, const TensorDesc& b, const void* b_ptr,
+               const TensorDesc& y, void* y_ptr);
+
+// y = a op scalar, or scalar op a when scalar_first (torch's bitwise_left_shift(2, t)). Computes
+// in promote(a, y) as binary_scalar does; the scalar must fit that dtype's VFU lanes (int32 for
+// int64, 0/1 for bool): kBadParam naming the value otherwise.
+Status bitwise_scalar(Handle* h, BitwiseOp op, const TensorDesc& a, const void* a_ptr, std::int64_t scalar,
+                      const TensorDesc& y, void* y_ptr, bool scalar_first = false);
+
 // y = cond ? a : b (cond normally bool; any other dtype reads as != 0; a and b promoted; all three
 // broadcast).
 Status where(Handle* h, const TensorDesc& cond, const void* cond_ptr, const TensorDesc& a, const void* a_ptr,

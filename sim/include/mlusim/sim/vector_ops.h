@@ -12,6 +12,11 @@ enum class VecBinaryOp : std::uint8_t {
   kAdd, kSub, kMul, kDiv, kMax, kMin, kPow,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kAnd, kOr,  // logical, on bool / integer operands (non-zero = true)
+  // Two's-complement bit operations on int8 / int32 (and/or/xor also on bool). Shifts take the
+  // count from b with C's conventions made total, as torch's CPU kernels: a count < 0 or >= the
+  // dtype's bit width W shifts everything out (kShl -> 0, kShr -> the sign, a >> (W - 1)); kShl
+  // wraps modulo 2^W, kShr is arithmetic (sign-filling).
+  kBitAnd, kBitOr, kBitXor, kShl, kShr,
 };
 
 // dst[i] = OP(src[i]).
