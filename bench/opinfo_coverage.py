@@ -39,6 +39,26 @@ documentation; the CPU's tie order is its algorithm's): their indices pass when 
 same values from the input as the CPU's (sort's values themselves compared as above).
 torch.testing._internal needs the test-only module expecttest (pinned in tools/requirements/torch.txt).
 
+--grad compares float32 gradients instead (the issue's "gradcheck-style comparison for
+differentiable ops"), over the OpInfos with supports_autograd and float32 among their CPU forward
+and backward dtypes, from op.sample_inputs("cpu", torch.float32, requires_grad=True). Each run of a
+sample (CPU and device) takes fresh copies of the sample's tensors, views keeping their strides
+(on the device: detached copies moved there), and makes each copy of a tensor that requires grad a
+leaf that requires grad; runs the op; passes its outputs through output_process_fn_grad as the
+forward mode does; and takes torch.autograd.grad of the floating-point outputs that require grad
+with respect to those leaves (allow_unused=True), with one cotangent per output drawn from
+torch.Generator().manual_seed(<sample index>) on the CPU (the same values, moved, on the device).
+Each input gradient is compared as the forward results are (same float32 tolerances; a None
+gradient against a tensor counts as zeros, as gradcheck treats it). The ill-conditioned-sample
+rule applies with the gradients of the same sample in float64 on the CPU (inputs and cotangents
+upcast). Gradients that change under another seed (random ops: dropout's mask) are compared by
+shape, dtype and structure only, like random forward results. A device output that is missing,
+does not require grad or has another shape is wrong. A sample without a floating-point output
+that requires grad or without an input that requires grad is skipped; an op none of whose first
+--samples samples is differentiable is classed no_grad, listed apart and left out of the total.
+Messages name the sample and the phase that raised: "sample 0 (backward): NotImplementedError:
+... aten::..._backward ..." is a missing backward kernel, "(forward)" a missing forward one.
+
 The ops run in a worker process on the tiny preset with 1 GiB of DRAM
 (torch.mlu.load_config("tiny", ["dram.capacity_bytes=1GiB"]); MLUSIM_CONFIG and MLUSIM_CONFIG_DIR
 default as in tests/python/conftest.py). A SIGALRM in the worker ends an op past the limit as soon
@@ -49,7 +69,7 @@ to synchronize, the worker is replaced too.
 
 Run from the source tree after a build (the venv imports torch_mlu from the build tree):
   .venv/bin/python bench/opinfo_coverage.py [--list] [--json out.json] [--ops name1,name2]
-      [--samples 4] [--limit 20] [--dtype float32|float16] [--shard K/N] [--fail-on-wrong]
+      [--samples 4] [--limit 20] [--dtype float32|float16 | --grad] [--shard K/N] [--fail-on-wrong]
       [--readme torch_bridge/README.md]
 --ops takes OpInfo names (all variants of that name) or name.variant keys (e.g. normal.in_place).
 --dtype float16 runs the ops that support float16 on the CPU, compared at torch's float16
@@ -58,10 +78,13 @@ in op_db's order), so N runs side by side or one after another cover every op on
 suite runs shards of it (tests/torch_bridge/CMakeLists.txt). --fail-on-wrong makes the exit status
 1 when an op is wrong (a device result that differs from the CPU's). --readme rewrites the block
 between the markers "<!-- opinfo-unsupported:begin -->" and "<!-- opinfo-unsupported:end -->" of
-that file with the summary and the ops that have no kernel (a full run only).
+that file with the summary and the ops that have no kernel (a full run only); with --grad, the
+block between "<!-- opinfo-grad-unsupported:begin -->" and "<!-- opinfo-grad-unsupported:end -->"
+(the markers must be there), so that the forward and the gradient lists coexist.
 Prints one summary line:
   OpInfo float32, 4 samples/op: P passed, N not implemented, W wrong, E errors, T timeouts,
   C cpu-reference errors of TOTAL ops
+("OpInfo float32 gradients, ..." with --grad)
 and, with --list, the ops of each class with their messages and the most common missing kernels.
 Without --fail-on-wrong this is a measurement: the exit status is 0 whatever the figures.
 """
@@ -82,6 +105,8 @@ CLASSES = ("pass", "not_implemented", "wrong", "error", "timeout", "cpu_error")
 # Tolerances per dtype: the issue's float32 figures; torch's defaults for float16.
 TOLERANCES = {"float32": (1e-4, 1.3e-4), "float16": (1e-5, 1e-3)}
 README_BEGIN, README_END = "<!-- opinfo-unsupported:begin -->", "<!-- opinfo-unsupported:end -->"
+# --grad --readme rewrites its own block, so that the forward and the gradient lists coexist.
+README_GRAD_BEGIN, README_GRAD_END = "<!-- opinfo-grad-unsupported:begin -->", "<!-- opinfo-grad-unsupported:end -->"
 # Sorts whose order among equal values PyTorch leaves unspecified unless stable=True ("the order
 # of equivalent elements" is not preserved): where their indices differ from the CPU's, the sample
 # passes when the device's indices pick the same values (the values output is still compared).
@@ -107,6 +132,11 @@ class OpTimeout(BaseException):
     """Raised by SIGALRM; a BaseException so that no `except Exception` in PyTorch swallows it."""
 
 
+class GradStructure(Exception):
+    """--grad: the device's outputs differ from the CPU's in structure, shape or differentiability
+    (no gradient to compare; the op is wrong)."""
+
+
 def _first_line(exc):
     text = str(exc).strip()
     line = text.splitlines()[0] if text else ""
@@ -128,7 +158,7 @@ def _op_key(op):
 
 
 class Runner:
-    def __init__(self, samples, limit, dtype_name):
+    def __init__(self, samples, limit, dtype_name, grad=False):
         import torch
         import torch_mlu
         self.torch = torch
@@ -142,7 +172,8 @@ class Runner:
         torch_mlu.set_cpu_fallback(False)
         self.ops = {}
         for op in _import_op_db():
-            if op.supports_dtype(self.dtype, "cpu"):
+            if op.supports_dtype(self.dtype, "cpu") and (not grad or (
+                    op.supports_autograd and self.dtype in op.supported_backward_dtypes("cpu"))):
                 self.ops[_op_key(op)] = op
         # The worker collects garbage after every op (device tensors held in reference cycles
         # would otherwise pile up in the device's memory). torch and op_db are ~430k objects that
@@ -319,7 +350,12 @@ class Runner:
             precise = process(self._call(op, self._map(self.clone(original), lambda t: t.double() if t.is_floating_point() else t)))
         except Exception:
             return False
-        outs, refs, precs = tree_flatten(out)[0], tree_flatten(ref)[0], tree_flatten(self.to_cpu(precise))[0]
+        return self._closer(tree_flatten(out)[0], tree_flatten(ref)[0], tree_flatten(self.to_cpu(precise))[0])
+
+    def _closer(self, outs, refs, precs):
+        """closer_than_cpu's rule on flat lists: the device's results `outs`, the CPU's `refs` and
+        the float64 results `precs` (all on the CPU)."""
+        torch = self.torch
         if not len(outs) == len(refs) == len(precs):
             return False
         if self.dtype not in (torch.float16, torch.bfloat16):
@@ -483,8 +519,243 @@ class Runner:
             if not result["restart"]:
                 result["restart"] = not self._sync_ok()
 
+    # --- gradients (--grad) ------------------------------------------------------------------
 
-def worker_main(conn, samples, limit, dtype_name, log_path):
+    def _paths(self, x, path, out):
+        """Appends to `out` the names of x's tensors ("input", "args[1]", "kwargs['weight']"), in
+        the order in which _map visits them."""
+        torch = self.torch
+        if isinstance(x, torch.Tensor):
+            out.append(path)
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                self._paths(v, f"{path}[{k!r}]", out)
+        elif isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+            for i, v in enumerate(x):
+                self._paths(v, f"{path}[{i}]", out)
+        return out
+
+    def _grad_leaves(self, original, move, device_fn=None, move_args=None):
+        """((input, args, kwargs), leaves, names) for one run of a sample: each tensor replaced by
+        move(its detached copy) (move_args for those of args and kwargs when given), views keeping
+        their strides and offset as _relocate does; the copy of a tensor that requires grad is a
+        fresh leaf that requires grad, listed in `leaves` with its name in `names`."""
+        names_all = []
+        for part, name in zip(original, ("input", "args", "kwargs")):
+            self._paths(part, name, names_all)
+        names_iter = iter(names_all)
+        leaves, names = [], []
+
+        def copier(fn):
+            def tensor_fn(t):
+                name = next(names_iter)
+                base = t.detach()
+                copy = self._relocate(base, fn)
+                copy = fn(base) if copy is None else copy
+                if t.requires_grad:
+                    copy.requires_grad_(True)
+                    leaves.append(copy)
+                    names.append(name)
+                return copy
+            return tensor_fn
+
+        inp, args, kwargs = original
+        moved = (self._map(inp, copier(move), device_fn), self._map(args, copier(move_args or move), device_fn),
+                 self._map(kwargs, copier(move_args or move), device_fn))
+        return moved, leaves, names
+
+    def _flat(self, x, out):
+        torch = self.torch
+        if isinstance(x, dict):
+            for v in x.values():
+                self._flat(v, out)
+        elif isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
+            for v in x:
+                self._flat(v, out)
+        else:
+            out.append(x)
+        return out
+
+    def _backward(self, op, args, leaves, process, seed=0, cotangents=None, mask=None):
+        """(gradients on the CPU, mask, cotangents) of one run: op on args, its outputs through
+        `process` (output_process_fn_grad), torch.autograd.grad of the floating-point outputs that
+        require grad (positions `mask` in the flattened outputs; found here when None) with respect
+        to `leaves` (allow_unused: None for a leaf that does not reach an output), the cotangents
+        drawn from torch.Generator().manual_seed(seed) when not given (moved to each output's device
+        and dtype). Gradients None when no output is differentiable or no leaf requires grad.
+        Sets self.phase to "forward" or "backward" for the messages."""
+        torch = self.torch
+        self.phase = "forward"
+        flat = self._flat(process(self._call(op, args)), [])
+        if mask is None:
+            mask = [i for i, o in enumerate(flat) if isinstance(o, torch.Tensor) and o.requires_grad
+                    and (o.is_floating_point() or o.is_complex())]
+        else:
+            if len(flat) <= (max(mask) if mask else -1):
+                raise GradStructure(f"{len(flat)} outputs, the CPU's has more")
+            for i, c in zip(mask, cotangents or [None] * len(mask)):
+                o = flat[i]
+                if not isinstance(o, torch.Tensor) or not o.requires_grad:
+                    raise GradStructure(f"output {i} is {type(o).__name__}"
+                                        + (" that does not require grad" if isinstance(o, torch.Tensor) else "")
+                                        + ", the CPU's a tensor that requires grad")
+                if c is not None and o.shape != c.shape:
+                    raise GradStructure(f"output {i} has shape {tuple(o.shape)}, the CPU's {tuple(c.shape)}")
+        outs = [flat[i] for i in mask]
+        if not outs or not leaves:
+            return None, mask, cotangents
+        if cotangents is None:
+            gen = torch.Generator().manual_seed(seed)
+            cotangents = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in outs]
+        self.phase = "backward"
+        grads = torch.autograd.grad(outs, leaves, [c.to(device=o.device, dtype=o.dtype) for c, o in zip(cotangents, outs)],
+                                    allow_unused=True)
+        return [None if g is None else g.cpu() for g in grads], mask, cotangents
+
+    def _grads_closer(self, op, original, process, cotangents, mask, out, ref):
+        """closer_than_cpu for gradients: the same sample's gradients in float64 on the CPU (inputs
+        and cotangents upcast) decide when the CPU's float32 gradients fail the tolerance."""
+        torch = self.torch
+
+        def upcast(t):
+            return t.to(torch.float64) if t.is_floating_point() else t.clone()
+
+        try:
+            args, leaves, _ = self._grad_leaves(original, upcast)
+            torch.manual_seed(0)
+            precise = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
+        except Exception:
+            return False
+        if precise is None or len(precise) != len(ref):
+            return False
+        precise = [torch.zeros_like(r, dtype=torch.float64) if p is None and r is not None else p
+                   for p, r in zip(precise, ref)]
+        return self._closer(out, ref, precise)
+
+    def run_grad(self, key):
+        """run() for --grad: the op's float32 gradients on the device against the CPU's."""
+        import itertools
+        import signal
+
+        torch = self.torch
+        op = self.ops[key]
+        result = {"class": "pass", "message": "", "samples": 0, "values_compared": True,
+                  "restart": False}
+
+        def on_alarm(signum, frame):
+            raise OpTimeout()
+
+        def on_cpu(t):
+            return t.clone()
+
+        def on_device(t):
+            return t.to(self.dev)
+
+        def device_fn(d):
+            return self.dev if torch.device(d).type == "cpu" else d
+
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(self.limit)
+        stage = "cpu"
+        self.phase = "forward"
+        current = 0
+        try:
+            try:
+                samples = list(itertools.islice(op.sample_inputs("cpu", self.dtype, requires_grad=True),
+                                                self.samples))
+            except Exception as exc:
+                result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
+                return result
+            if not samples:
+                result.update({"class": "cpu_error", "message": f"no {self.dtype} sample inputs"})
+                return result
+            for index, sample in enumerate(samples):
+                current = index
+                original = (sample.input, sample.args, sample.kwargs)
+                process = sample.output_process_fn_grad
+                stage = "cpu"
+                try:
+                    args, leaves, names = self._grad_leaves(original, on_cpu)
+                    torch.manual_seed(0)
+                    ref, mask, cotangents = self._backward(op, args, leaves, process, seed=index)
+                    if ref is None:
+                        continue  # nothing differentiable in this sample
+                    # Determinism check, as run()'s: gradients of random ops (dropout's mask) differ
+                    # under another seed and are compared by shape only.
+                    values = op.name not in UNINITIALISED
+                    with self._unseeded(op) as random_op:
+                        for seed in range(1, 5 if random_op else 2):
+                            if not values:
+                                break
+                            again, again_leaves, _ = self._grad_leaves(original, on_cpu)
+                            torch.manual_seed(seed)
+                            values = self._same(ref, self._backward(op, again, again_leaves, process,
+                                                                    cotangents=cotangents, mask=mask)[0])
+                except Exception as exc:
+                    result.update({"class": "cpu_error",
+                                   "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
+                    return result
+                result["values_compared"] = result["values_compared"] and values
+                stage = "device"
+                try:
+                    try:
+                        args, leaves, _ = self._grad_leaves(original, on_device, device_fn)
+                        torch.manual_seed(0)
+                        out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
+                    except RuntimeError as exc:
+                        if "to be on cpu" not in str(exc):
+                            raise
+                        args, leaves, _ = self._grad_leaves(original, on_device, device_fn, move_args=on_cpu)
+                        torch.manual_seed(0)
+                        out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
+                    torch.mlu.synchronize()
+                except GradStructure as exc:
+                    result.update({"class": "wrong", "message": f"sample {index}: {exc}"})
+                    return result
+                except NotImplementedError as exc:
+                    result.update({"class": "not_implemented",
+                                   "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
+                    return result
+                except Exception as exc:
+                    cls = "not_implemented" if "has no kernel" in str(exc) else "error"
+                    result.update({"class": cls, "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
+                    result["restart"] = not self._sync_ok()
+                    return result
+                stage = "compare"
+                # A gradient that is None on one side only (an input that one implementation does
+                # not use) is compared as zeros, as gradcheck treats None.
+                out = [torch.zeros_like(r) if o is None and r is not None else o for o, r in zip(out, ref)]
+                ref_z = [torch.zeros_like(o) if r is None and o is not None else r for o, r in zip(out, ref)]
+                mismatch = None
+                for name, o, r in zip(names, out, ref_z):
+                    m = self.compare(o, r, values)
+                    if m is not None:
+                        mismatch = f"grad of {name}: {m}"
+                        break
+                if mismatch is not None and values and self._grads_closer(op, original, process, cotangents, mask,
+                                                                          out, ref_z):
+                    mismatch = None
+                    result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
+                if mismatch is not None:
+                    result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
+                    return result
+                result["samples"] += 1
+            if result["samples"] == 0:
+                result.update({"class": "no_grad", "message": f"none of the first {len(samples)} samples has a "
+                               "floating-point output that requires grad and an input that requires grad"})
+            return result
+        except OpTimeout:
+            result.update({"class": "timeout",
+                           "message": f"over {self.limit} s (in the {stage} {self.phase} run of sample {current})"})
+            result["restart"] = not self._sync_ok()
+            return result
+        finally:
+            signal.alarm(0)
+            if not result["restart"]:
+                result["restart"] = not self._sync_ok()
+
+
+def worker_main(conn, samples, limit, dtype_name, log_path, grad=False):
     # The worker's stdout/stderr (PyTorch warnings, a simulator's dying words) go to a log that
     # the parent reads when the worker dies.
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -494,7 +765,7 @@ def worker_main(conn, samples, limit, dtype_name, log_path):
     import warnings
     warnings.simplefilter("ignore")
     try:
-        runner = Runner(samples, limit, dtype_name)
+        runner = Runner(samples, limit, dtype_name, grad)
     except BaseException as exc:
         conn.send(("failed", _first_line(exc)))
         return
@@ -508,7 +779,7 @@ def worker_main(conn, samples, limit, dtype_name, log_path):
         if key is None:
             return
         start = time.perf_counter()
-        result = runner.run(key)
+        result = runner.run_grad(key) if grad else runner.run(key)
         result["seconds"] = round(time.perf_counter() - start, 3)
         gc.collect()
         conn.send(("result", result))
@@ -523,11 +794,12 @@ def worker_main(conn, samples, limit, dtype_name, log_path):
 class Worker:
     START_TIMEOUT_S = 300
 
-    def __init__(self, samples, limit, dtype_name, log_path):
+    def __init__(self, samples, limit, dtype_name, log_path, grad=False):
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.log_path = log_path
-        self.proc = ctx.Process(target=worker_main, args=(child, samples, limit, dtype_name, log_path), daemon=True)
+        self.proc = ctx.Process(target=worker_main, args=(child, samples, limit, dtype_name, log_path, grad),
+                                daemon=True)
         self.proc.start()
         child.close()
         if not self.conn.poll(self.START_TIMEOUT_S):
@@ -602,6 +874,8 @@ def main():
                     help="seconds past --limit before a worker stuck in one simulator call is killed (default 100)")
     ap.add_argument("--progress", action="store_true", help="print each op's class as it finishes (stderr)")
     ap.add_argument("--dtype", choices=sorted(TOLERANCES), default="float32", help="sample dtype (default float32)")
+    ap.add_argument("--grad", action="store_true",
+                    help="compare float32 gradients (torch.autograd.grad) instead of forward results")
     ap.add_argument("--shard", metavar="K/N", help="run every N-th op starting at the K-th (0 <= K < N)")
     ap.add_argument("--fail-on-wrong", action="store_true", help="exit status 1 when an op is wrong")
     ap.add_argument("--readme", metavar="PATH",
@@ -620,6 +894,8 @@ def main():
         shard = (k, n)
     if args.readme and (args.shard or args.ops):
         ap.error("--readme needs a full run (no --shard, no --ops)")
+    if args.grad and args.dtype != "float32":
+        ap.error(f"--grad compares float32 gradients only (not --dtype {args.dtype})")
 
     os.environ.setdefault("MLUSIM_CONFIG", "tiny")
     os.environ.setdefault("MLUSIM_CONFIG_DIR", str(ROOT / "configs"))
@@ -630,7 +906,7 @@ def main():
     log_dir = tempfile.mkdtemp(prefix="opinfo_coverage.")
     log_path = os.path.join(log_dir, "worker.log")
     started = time.perf_counter()
-    worker = Worker(args.samples, args.limit, args.dtype, log_path)
+    worker = Worker(args.samples, args.limit, args.dtype, log_path, args.grad)
     all_ops = worker.ops  # key -> OpInfo name
     worker_info = worker.info
     if args.ops:
@@ -638,7 +914,8 @@ def main():
         keys = [k for k, name in all_ops.items() if k in wanted or name in wanted]
         unknown = [w for w in wanted if w not in all_ops and w not in all_ops.values()]
         if unknown:
-            print(f"not in op_db or not {args.dtype} on the CPU: {', '.join(unknown)}", file=sys.stderr)
+            what = " or without float32 autograd" if args.grad else ""
+            print(f"not in op_db or not {args.dtype} on the CPU{what}: {', '.join(unknown)}", file=sys.stderr)
     else:
         keys = list(all_ops)
     if shard:
@@ -648,7 +925,7 @@ def main():
     hard_limit = args.limit + args.grace
     for n, key in enumerate(keys, 1):
         if worker is None:
-            worker = Worker(args.samples, args.limit, args.dtype, log_path)
+            worker = Worker(args.samples, args.limit, args.dtype, log_path, args.grad)
         result, alive = worker.run(key, hard_limit)
         results[key] = result
         if not alive:
@@ -663,6 +940,9 @@ def main():
     elapsed = time.perf_counter() - started
 
     counts = collections.Counter(r["class"] for r in results.values())
+    # --grad: ops none of whose samples has anything to differentiate are left out of the total.
+    no_grad = sorted(k for k, r in results.items() if r["class"] == "no_grad")
+    total = len(results) - len(no_grad)
     missing = collections.Counter()
     for r in results.values():
         if r["class"] == "not_implemented":
@@ -670,9 +950,10 @@ def main():
             missing[m.group(1) if m else r["message"]] += 1
     unvalued = sorted(k for k, r in results.items() if r["class"] == "pass" and not r["values_compared"])
     scope = f" shard {args.shard}" if args.shard else ""
-    summary = (f"OpInfo {args.dtype}{scope}, {args.samples} samples/op: {counts['pass']} passed, "
+    mode = " gradients" if args.grad else ""
+    summary = (f"OpInfo {args.dtype}{mode}{scope}, {args.samples} samples/op: {counts['pass']} passed, "
                f"{counts['not_implemented']} not implemented, {counts['wrong']} wrong, {counts['error']} errors, "
-               f"{counts['timeout']} timeouts, {counts['cpu_error']} cpu-reference errors of {len(results)} ops")
+               f"{counts['timeout']} timeouts, {counts['cpu_error']} cpu-reference errors of {total} ops")
 
     if args.list:
         titles = {"pass": "passed", "not_implemented": "not implemented", "wrong": "wrong", "error": "errors",
@@ -685,6 +966,10 @@ def main():
                 if cls == "pass":
                     msg = "" if results[k]["values_compared"] else "(random or uninitialised samples: shape/dtype only)"
                 print(f"  {k}" + (f": {msg}" if msg else ""))
+        if args.grad:
+            print(f"== no differentiable sample, left out of the total ({len(no_grad)})")
+            for k in no_grad:
+                print(f"  {k}")
         print(f"== most common missing kernels ({len(missing)} distinct)")
         for name, count in missing.most_common(20):
             print(f"  {count:4d}  {name}")
@@ -700,14 +985,14 @@ def main():
 
     if args.json:
         atol, rtol = TOLERANCES[args.dtype]
-        report = {"summary": summary, "counts": {cls: counts[cls] for cls in CLASSES}, "total": len(results),
-                  "dtype": args.dtype, "shard": args.shard,
+        report = {"summary": summary, "counts": {cls: counts[cls] for cls in CLASSES}, "total": total,
+                  "mode": "grad" if args.grad else "forward", "no_grad": no_grad, "dtype": args.dtype, "shard": args.shard,
                   "samples_per_op": args.samples, "limit_s": args.limit, "atol": atol, "rtol": rtol,
                   "torch": worker_info["torch"], "config": worker_info["config"], "run_time_s": round(elapsed, 1),
                   "missing_kernels": dict(missing.most_common()), "ops": results}
         pathlib.Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     if args.readme:
-        write_readme(pathlib.Path(args.readme), summary, results)
+        write_readme(pathlib.Path(args.readme), summary, results, args.grad)
     if args.fail_on_wrong and counts["wrong"]:
         wrong = sorted(k for k, r in results.items() if r["class"] == "wrong")
         print(f"FAILED: {len(wrong)} ops give results that differ from the CPU's: {', '.join(wrong)}")
@@ -715,28 +1000,36 @@ def main():
     return 0
 
 
-def write_readme(path, summary, results):
-    """Replaces the block between README_BEGIN and README_END in `path` with the summary, the
-    not-implemented ops (each with the first missing kernel) and the ops that fail otherwise."""
+def write_readme(path, summary, results, grad=False):
+    """Replaces the block between README_BEGIN and README_END (--grad: README_GRAD_BEGIN and
+    README_GRAD_END) in `path` with the summary, the not-implemented ops (each with the first
+    missing kernel; --grad: and whether the forward or the backward misses it) and the ops that
+    fail otherwise."""
+    begin_marker, end_marker = (README_GRAD_BEGIN, README_GRAD_END) if grad else (README_BEGIN, README_END)
     text = path.read_text()
-    if README_BEGIN not in text or README_END not in text:
-        raise SystemExit(f"{path}: no {README_BEGIN} ... {README_END} block to rewrite")
-    lines = [README_BEGIN, "", f"`{summary}` (generated by `bench/opinfo_coverage.py --readme`).", ""]
+    if begin_marker not in text or end_marker not in text:
+        raise SystemExit(f"{path}: no {begin_marker} ... {end_marker} block to rewrite")
+    command = "bench/opinfo_coverage.py --grad --readme" if grad else "bench/opinfo_coverage.py --readme"
+    lines = [begin_marker, "", f"`{summary}` (generated by `{command}`).", ""]
     missing = sorted(k for k, r in results.items() if r["class"] == "not_implemented")
-    lines.append(f"Ops without a device kernel ({len(missing)}; the op and the first missing ATen kernel or reason):")
+    what = "a device kernel for their forward or backward" if grad else "a device kernel"
+    lines.append(f"Ops without {what} ({len(missing)}; the op and the first missing ATen kernel or reason):")
     lines.append("")
     for key in missing:
         msg = results[key]["message"].split("; set TORCH_MLU_CPU_FALLBACK")[0]
+        msg = msg.split(" This could be because the operator doesn't exist")[0]  # the dispatcher's own words
         m = MISSING_KERNEL.search(msg)
-        why = m.group(1) if m and "has no kernel" in msg else re.sub(r"^sample \d+: NotImplementedError: ", "", msg)
-        lines.append(f"- `{key}`: {why}")
+        phase = re.match(r"^sample \d+ \((\w+)\)", msg)
+        why = (m.group(1) if m and "has no kernel" in msg
+               else re.sub(r"^sample \d+(?: \(\w+\))?: NotImplementedError: ", "", msg))
+        lines.append(f"- `{key}`: {why}" + (f" ({phase.group(1)})" if grad and phase else ""))
     failing = sorted(k for k, r in results.items() if r["class"] in ("error", "timeout"))
     if failing:
         lines += ["", f"Ops that fail with another error or time out ({len(failing)}; not counted as passed):", ""]
-        sample_prefix = re.compile(r"^sample \d+: ")
+        sample_prefix = re.compile(r"^sample \d+(?: \(\w+\))?: ")
         lines += [f"- `{key}`: " + sample_prefix.sub("", results[key]["message"]) for key in failing]
-    lines += ["", README_END]
-    begin, end = text.index(README_BEGIN), text.index(README_END) + len(README_END)
+    lines += ["", end_marker]
+    begin, end = text.index(begin_marker), text.index(end_marker) + len(end_marker)
     path.write_text(text[:begin] + "\n".join(lines) + text[end:])
 
 
