@@ -940,3 +940,35 @@ def test_tril_triu(dev, dtype):
     assert torch.equal(causal.cpu(), torch.ones(6, 6, dtype=torch.bool).tril())
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         torch.tril(torch.ones(3).to(dev))
+
+
+def test_complex_arithmetic_on_pairs(dev):
+    """complex +- complex and complex * or / a real value on the (re, im) pairs (the FFT backward
+    scales complex gradients); complex * complex raises NotImplementedError naming the op."""
+    g = torch.Generator().manual_seed(5)
+    z = torch.complex(torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g))
+    w = torch.complex(torch.randn(4, generator=g), torch.randn(4, generator=g))
+    r = torch.randn(3, 1, generator=g)
+    zd, wd = z.to(dev), w.to(dev)
+    for got, want in ((zd + wd, z + w), (zd - 2 * wd, z - 2 * w), (zd * 0.5, z * 0.5), (3 * zd, 3 * z),
+                      (zd / 4, z / 4), (zd * r.to(dev), z * r), (zd / r.to(dev), z / r)):
+        assert got.device.type == "mlu" and got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want)
+    x = zd.clone()
+    x.mul_(-2.0)
+    torch.testing.assert_close(x.cpu(), z * -2.0)
+    with pytest.raises(NotImplementedError, match="aten::mul.*complex"):
+        zd * wd
+
+
+def test_where_on_float64_selects_exact_bits(dev):
+    """float64 where moves the two int32 words of each value: exact beyond float32's precision."""
+    a = torch.tensor([1.0 + 2**-40, -3.5, 1e300, float("nan")], dtype=torch.float64)
+    b = torch.tensor([7.0, 2**-1070, -0.0, 1.0], dtype=torch.float64)
+    c = torch.tensor([True, False, True, False])
+    got = torch.where(c.to(dev), a.to(dev), b.to(dev)).cpu()
+    assert torch.equal(got.view(torch.int64), torch.where(c, a, b).view(torch.int64))
+    got = torch.where(c.to(dev), a.to(dev), 0.25).cpu()  # a host scalar, broadcast
+    assert torch.equal(got.view(torch.int64), torch.where(c, a, 0.25).view(torch.int64))
+    f32 = torch.tensor([1.5, 2.5, 3.5, 4.5])
+    assert torch.equal(torch.where(c.to(dev), a.to(dev), f32.to(dev)).cpu(), torch.where(c, a, f32))

@@ -396,3 +396,31 @@ def test_embedding_bag(dev, mode):
         torch.testing.assert_close(F.embedding_bag(idx.to(dev), w.to(dev), off.to(dev), mode="sum",
                                                    per_sample_weights=psw.to(dev)).cpu(),
                                    F.embedding_bag(idx, w, off, mode="sum", per_sample_weights=psw))
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_backward(dev, mode):
+    """The weight gradient (_embedding_bag_backward: index_add / scatter_add of gathered gradient
+    rows) with an empty bag, padding_idx and scale_grad_by_freq, and per_sample_weights' gradient
+    (row dot products) against the CPU's."""
+    g = torch.Generator().manual_seed(1)
+    idx, off = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 0]), torch.tensor([0, 4, 4, 7])
+    cot = torch.randn(4, 3, generator=g)
+    for pad, freq in ((None, False), (4, False), (None, True)):
+        if mode == "max" and freq:
+            continue
+        w = torch.randn(10, 3, generator=g, requires_grad=True)
+        wd = w.detach().to(dev).requires_grad_()
+        psw = torch.rand(10, generator=g, requires_grad=True) if mode == "sum" else None
+        pswd = psw.detach().to(dev).requires_grad_() if psw is not None else None
+        (F.embedding_bag(idx, w, off, mode=mode, padding_idx=pad, scale_grad_by_freq=freq, per_sample_weights=psw)
+         * cot).sum().backward()
+        (F.embedding_bag(idx.to(dev), wd, off.to(dev), mode=mode, padding_idx=pad, scale_grad_by_freq=freq,
+                         per_sample_weights=pswd) * cot.to(dev)).sum().backward()
+        torch.testing.assert_close(wd.grad.cpu(), w.grad, msg=f"padding_idx={pad} scale_grad_by_freq={freq}")
+        if psw is not None:
+            torch.testing.assert_close(pswd.grad.cpu(), psw.grad)
+    if mode != "max":  # (max takes no sparse=True at all)
+        with pytest.raises(NotImplementedError, match="sparse gradients"):
+            wd = torch.randn(10, 3).to(dev).requires_grad_()
+            F.embedding_bag(idx.to(dev), wd, off.to(dev), mode=mode, sparse=True).sum().backward()

@@ -924,3 +924,33 @@ def test_batch_norm_with_update_and_no_update(dev):
     out = torch.ops.aten._batch_norm_no_update(x.to(dev), w.to(dev), b.to(dev), drm, drv, 0.1, 1e-5)[0]
     torch.testing.assert_close(out.cpu(), torch.ops.aten._batch_norm_no_update(x, w, b, rm, rv, 0.1, 1e-5)[0],
                                rtol=1e-5, atol=1e-5)
+
+
+def test_backward_paths_torch2_reaches():
+    """Backward entry points autograd takes in torch 2: softmax(x, dtype=float64)'s float64
+    _softmax_backward_data, _batch_norm_with_update's batch_norm_backward, a 0-dim tensor's unfold."""
+    dev = torch.device("mlu")
+    x = randn(3, 5, seed=4).requires_grad_()
+    xd = x.detach().to(dev).requires_grad_()
+    cot = randn(3, 5, seed=5, dtype=torch.float64)
+    for fn in (torch.softmax, torch.log_softmax):
+        (fn(x, 1, dtype=torch.float64) * cot).sum().backward()
+        (fn(xd, 1, dtype=torch.float64) * cot.to(dev)).sum().backward()
+        assert xd.grad.dtype == torch.float32
+        torch.testing.assert_close(xd.grad.cpu(), x.grad, **F32)
+        x.grad = xd.grad = None
+    b = randn(4, 3, 2, 2, seed=6).requires_grad_()
+    w, bias = randn(3, seed=7).requires_grad_(), randn(3, seed=8).requires_grad_()
+    bd, wd, biasd = (t.detach().to(dev).requires_grad_() for t in (b, w, bias))
+    rm, rv = torch.zeros(3), torch.ones(3)
+    rmd, rvd = rm.to(dev), rv.to(dev)
+    torch.ops.aten._batch_norm_with_update(b, w, bias, rm, rv, 0.1, 1e-5)[0].pow(2).sum().backward()
+    torch.ops.aten._batch_norm_with_update(bd, wd, biasd, rmd, rvd, 0.1, 1e-5)[0].pow(2).sum().backward()
+    for d, c in ((bd, b), (wd, w), (biasd, bias)):
+        torch.testing.assert_close(d.grad.cpu(), c.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(rmd.cpu(), rm, **F32)
+    s = torch.tensor(2.5, requires_grad=True)
+    sd = s.detach().to(dev).requires_grad_()
+    (s.unfold(0, 1, 1) * 3).sum().backward()
+    (sd.unfold(0, 1, 1) * 3).sum().backward()
+    assert sd.grad.shape == () and sd.grad.item() == s.grad.item() == 3.0

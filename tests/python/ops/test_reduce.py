@@ -491,3 +491,19 @@ def test_cumsum_refuses_inexact_integer_sums(dev):
         torch.cumsum(big.to(dev), 0)
     ok = torch.full((3,), 1 << 29, dtype=torch.int32)  # 1.5 * 2^30: exact
     assert torch.equal(torch.cumsum(ok.to(dev), 0).cpu(), torch.cumsum(ok, 0))
+
+
+def test_float64_sums_and_norms_compute_in_float32(dev):
+    """float64 sum / mean / vector_norm (renorm's backward asks for float64 sums): narrowed with the
+    range check, reduced in float32, returned as float64."""
+    x = torch.randn(4, 6, dtype=torch.float64)
+    for got, want in ((x.to(dev).sum(1), x.sum(1)), (x.to(dev).mean(), x.mean()),
+                      (torch.linalg.vector_norm(x.to(dev), 3, dim=0), torch.linalg.vector_norm(x, 3, dim=0)),
+                      (x.float().to(dev).sum(0, dtype=torch.float64), x.float().sum(0, dtype=torch.float64))):
+        assert got.dtype == torch.float64 and got.device.type == "mlu"
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+    out = torch.empty(0, dtype=torch.float64, device=dev)
+    torch.sum(x.to(dev), 0, out=out)
+    torch.testing.assert_close(out.cpu(), x.sum(0), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="float32"):
+        torch.tensor([1e300], dtype=torch.float64).to(dev).sum()

@@ -26,7 +26,8 @@
 //   linalg_cross (cross) = a1 b2 - a2 b1, ... one program per component, cat  [CrossKernel.cu]
 //   _embedding_bag (sum / mean / max, per_sample_weights, padding_idx): each index's bag by
 //     searchsorted over the offsets, index_select of the rows, scatter_add / scatter_reduce amax per
-//     bag                                             [EmbeddingBag.cu]
+//     bag; backward: index_add / scatter_add of the gathered gradient rows, per_sample_weights'
+//     gradient as row dot products                   [EmbeddingBag.cu]
 //   upsample nearest / nearest-exact / linear / bilinear / trilinear (+ backward): index_select per
 //     spatial dim, weights from a program (index_add back)  [UpSampleNearest*.cu, UpSampleBilinear2d.cu]
 //   reflection_pad / replication_pad 1d-3d (+ backward) = index_select per padded dim with the
@@ -69,6 +70,7 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/scatter_reduce.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/leaky_relu.h>
@@ -549,6 +551,78 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> mlu_embedding_bag_forward_only(
                            include_last_offset, padding_idx);
 }
 
+// The weight gradient (torch's _embedding_bag_dense_backward formula):
+//   sum / mean  grad_weight[indices[i]] += grad[offset2bag[i]] (* per_sample_weights[i])
+//               (/ bag_size for mean) (/ the index's count with scale_grad_by_freq): index_add of
+//               the gathered rows; padding_idx entries add nothing
+//   max         grad_weight[max_indices[b, j], j] += grad[b, j] for non-empty bags: scatter_add
+// fp16/bf16 accumulate in fp32 and round once.
+Tensor mlu_embedding_bag_dense_backward(const Tensor& grad, const Tensor& indices, const Tensor& offset2bag,
+                                        const Tensor& bag_size, const Tensor& maximum_indices,
+                                        c10::SymInt num_weights_sym, bool scale_grad_by_freq, int64_t mode,
+                                        const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
+  const char* name = "aten::_embedding_bag_dense_backward";
+  OpScope op(name, grad);
+  const int64_t num_weights = num_weights_sym.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK(mode >= 0 && mode <= 2, name, ": mode must be 0 (sum), 1 (mean) or 2 (max), got ", mode);
+  TORCH_CHECK(grad.dim() == 2, name, ": grad must be 2-D [bags, embedding_dim], got ", grad.sizes());
+  const at::ScalarType acc = at::kFloat;
+  const int64_t d = grad.size(1);
+  Tensor grad_weight = at::zeros({num_weights, d}, grad.options().dtype(acc));
+  if (mode == 2) {
+    if (grad.numel() == 0) return grad_weight.to(grad.scalar_type());
+    const Tensor nonempty = at::gt(bag_size, 0).view({-1, 1});
+    const Tensor g = at::where(nonempty, grad.to(acc), 0.0);
+    return grad_weight.scatter_add_(0, maximum_indices.to(at::kLong), g).to(grad.scalar_type());
+  }
+  if (indices.numel() == 0) return grad_weight.to(grad.scalar_type());
+  const Tensor idx = indices.to(at::kLong), bag = offset2bag.to(at::kLong);
+  Tensor rows = at::index_select(grad.to(acc), 0, bag);  // [n, d]
+  if (mode == 1) rows = at::div(rows, at::clamp_min(at::index_select(bag_size, 0, bag), 1).to(acc).view({-1, 1}));
+  if (per_sample_weights.has_value() && per_sample_weights->defined())
+    rows = at::mul(rows, per_sample_weights->to(acc).view({-1, 1}));
+  if (scale_grad_by_freq) {
+    const Tensor counts = at::zeros({num_weights}, grad.options().dtype(acc)).scatter_add_(0, idx, at::ones_like(idx, acc));
+    rows = at::div(rows, at::index_select(counts, 0, idx).view({-1, 1}));
+  }
+  if (padding_idx >= 0) rows = at::where(at::eq(idx, padding_idx).view({-1, 1}), 0.0, rows);
+  return grad_weight.index_add_(0, idx, rows).to(grad.scalar_type());
+}
+
+Tensor mlu_embedding_bag_backward(const Tensor& grad, const Tensor& indices, const Tensor& /*offsets*/,
+                                  const Tensor& offset2bag, const Tensor& bag_size, const Tensor& maximum_indices,
+                                  c10::SymInt num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                  const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!sparse, "aten::_embedding_bag_backward: sparse gradients (sparse=True) are not "
+                              "supported on device mlu (no sparse tensors); use sparse=False");
+  return mlu_embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, std::move(num_weights),
+                                          scale_grad_by_freq, mode, per_sample_weights, padding_idx);
+}
+
+// The gradient of per_sample_weights (mode sum): d out[bag(i)] / d w_i = weight[indices[i]], so
+// grad_w[i] = <grad[offset2bag[i]], weight[indices[i]]> (0 for padding_idx entries): two row
+// gathers, a product and a row sum, fp16/bf16 accumulated in fp32 (torch's
+// _embedding_bag_per_sample_weights_backward_cpu / _cuda formula).
+Tensor mlu_embedding_bag_per_sample_weights_backward(const Tensor& grad, const Tensor& weight, const Tensor& indices,
+                                                     const Tensor& offsets, const Tensor& offset2bag, int64_t mode,
+                                                     int64_t padding_idx) {
+  const char* name = "aten::_embedding_bag_per_sample_weights_backward";
+  OpScope op(name, grad);
+  TORCH_CHECK(mode == 0, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  TORCH_CHECK(grad.dim() == 2 && weight.dim() == 2 && grad.size(1) == weight.size(1), name, ": grad ", grad.sizes(),
+              " and weight ", weight.sizes(), " must be 2-D with the same embedding size");
+  TORCH_CHECK(indices.dim() == 1 && offset2bag.sizes() == indices.sizes(), name, ": indices ", indices.sizes(),
+              " and offset2bag ", offset2bag.sizes(), " must be 1-D of the same length");
+  const at::ScalarType acc = at::kFloat;
+  if (indices.numel() == 0) return at::zeros({0}, grad.options());
+  const Tensor idx = indices.to(at::kLong);
+  const Tensor rows = at::index_select(weight, 0, idx).to(acc);
+  const Tensor grads = at::index_select(grad, 0, offset2bag.to(at::kLong)).to(acc);
+  Tensor result = at::sum(at::mul(rows, grads), {1});
+  if (padding_idx >= 0) result = at::where(at::eq(idx, padding_idx), 0.0, result);
+  return result.to(grad.scalar_type());
+}
+
 // ---- reflection / replication padding ----------------------------------------------------------------
 //
 // Each padded dim (the last 1, 2 or 3; padding = (left, right) of the last dim first, as F.pad) is
@@ -814,6 +888,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_cross.out", TORCH_FN(mlu_linalg_cross_out));
   m.impl("_embedding_bag", TORCH_FN(mlu_embedding_bag));
   m.impl("_embedding_bag_forward_only", TORCH_FN(mlu_embedding_bag_forward_only));
+  m.impl("_embedding_bag_backward", TORCH_FN(mlu_embedding_bag_backward));
+  m.impl("_embedding_bag_dense_backward", TORCH_FN(mlu_embedding_bag_dense_backward));
+  m.impl("_embedding_bag_per_sample_weights_backward", TORCH_FN(mlu_embedding_bag_per_sample_weights_backward));
   m.impl("index_add", TORCH_FN(mlu_index_add));
   m.impl("index_add.out", TORCH_FN(mlu_index_add_out));
   m.impl("index_add_", TORCH_FN(mlu_index_add_));

@@ -30,6 +30,8 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
@@ -358,7 +360,44 @@ Operand cast_float64(const Operand& o, ScalarType compute) {
 }
 
 Tensor arith(const char* name, BinaryOp bop, const Operand& a, const Operand& b, double alpha, ScalarType common,
+             const c10::Device& device, Mode mode, const Tensor& given);
+
+// Complex arithmetic the real kernels compute exactly on the (re, im) pairs (view_as_real): complex
+// +- complex, and complex * or / a real value (a host scalar, or a real tensor broadcast over the
+// pair). Complex * complex and the rest raise NotImplementedError naming the op (the FFT backward
+// scales its complex gradients by real factors; nothing here needs a complex product).
+Tensor complex_arith(const char* name, BinaryOp bop, const Operand& a, const Operand& b, double alpha, ScalarType common,
+                     const c10::Device& device, Mode mode, const Tensor& given) {
+  const auto complex_tensor = [](const Operand& o) { return !o.host() && o.t.is_complex(); };
+  const auto real_value = [](const Operand& o) { return o.host() || !o.t.is_complex(); };
+  const bool pairs = (bop == BinaryOp::kAdd || bop == BinaryOp::kSub) && complex_tensor(a) && complex_tensor(b) &&
+                     a.t.scalar_type() == common && b.t.scalar_type() == common;
+  const bool scaled = (bop == BinaryOp::kMul && ((complex_tensor(a) && real_value(b)) || (real_value(a) && complex_tensor(b)))) ||
+                      (bop == BinaryOp::kDiv && complex_tensor(a) && real_value(b));
+  TORCH_CHECK_NOT_IMPLEMENTED(pairs || scaled, name, ": ", common, " is supported on device mlu for complex +- complex "
+                              "and complex * or / a real value only (the VFU has no complex arithmetic)");
+  const ScalarType real = c10::toRealValueType(common);
+  // Each side as real pairs [..., 2], or a real value broadcast over the pair dim.
+  const auto side = [&](const Operand& o) {
+    if (o.host()) return o;
+    if (o.t.is_complex()) return Operand{at::view_as_real(o.t.scalar_type() == common ? o.t : o.t.to(common)), 0.0};
+    return Operand{o.t.to(real).unsqueeze(-1), 0.0};
+  };
+  const Tensor r = at::view_as_complex(arith(name, bop, side(a), side(b), alpha, real, device, Mode::kNew, Tensor()));
+  if (mode == Mode::kNew) return r;
+  Tensor dst = given;
+  if (mode == Mode::kInPlace) {
+    TORCH_CHECK(dst.sizes() == r.sizes(), name, ": output with shape ", dst.sizes(), " doesn't match the broadcast shape ",
+                r.sizes());
+  } else {
+    check_cast(name, common, dst.scalar_type());
+  }
+  return write_out(r, dst, name);
+}
+
+Tensor arith(const char* name, BinaryOp bop, const Operand& a, const Operand& b, double alpha, ScalarType common,
              const c10::Device& device, Mode mode, const Tensor& given) {
+  if (c10::isComplexType(common)) return complex_arith(name, bop, a, b, alpha, common, device, mode, given);
   const Shape shape = broadcast(name, {a.sizes(), b.sizes()});
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&a, &b}));
@@ -604,6 +643,18 @@ mlu::TensorDesc condition_desc(const char* name, const Tensor& cond, const char*
   return desc(cond, name);
 }
 
+// The bytes of an 8-byte-element tensor (float64) as int32 [..., 2] (little endian: low, high
+// word): the same storage, sizes + [2], strides * 2 + [1].
+Tensor int32_words(const Tensor& t) {
+  std::vector<std::int64_t> sizes(t.sizes().begin(), t.sizes().end()), strides;
+  sizes.push_back(2);
+  for (const std::int64_t st : t.strides()) strides.push_back(2 * st);
+  strides.push_back(1);
+  Tensor words = at::empty({0}, t.options().dtype(at::kInt));
+  words.set_(t.storage(), t.storage_offset() * 2, sizes, strides);
+  return words;
+}
+
 Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const Tensor& other, Mode mode,
              const Tensor& given) {
   const c10::Device device = pick_device(name, {&cond, &self, &other, &given});
@@ -619,6 +670,17 @@ Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const 
   const Tensor tc = materialize(op, oc, at::kBool);
   const Tensor ta = materialize(op, oa, common), tb = materialize(op, ob, common);
   run_into(op, out, common, [&](const Tensor& y) {
+    if (common == at::kDouble) {
+      // Selection moves bits: float64 values (which the VFU does not compute) are selected
+      // exactly as their two int32 words, the condition broadcast over the word pair.
+      const Tensor wc = tc.unsqueeze(-1);
+      const auto as_double = [](const Tensor& t) { return t.scalar_type() == at::kDouble ? t : t.to(at::kDouble); };
+      const Tensor wa = int32_words(as_double(ta)), wb = int32_words(as_double(tb)), wy = int32_words(y);
+      op.check(mlu::where(op.handle(), condition_desc(name, wc, "condition"), wc.data_ptr(), desc(wa, name),
+                          wa.data_ptr(), desc(wb, name), wb.data_ptr(), desc(wy, name), wy.data_ptr()),
+               "where");
+      return;
+    }
     op.check(mlu::where(op.handle(), condition_desc(name, tc, "condition"), tc.data_ptr(), desc(ta, name), ta.data_ptr(),
                         desc(tb, name), tb.data_ptr(), desc(y, name), y.data_ptr()),
              "where");
@@ -627,18 +689,6 @@ Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const 
 }
 
 // self with `value` where mask (value: a host Scalar, or a 0-dim tensor).
-// The bytes of an 8-byte-element tensor (float64) as int32 [..., 2] (little endian: low, high
-// word): the same storage, sizes + [2], strides * 2 + [1].
-Tensor int32_words(const Tensor& t) {
-  std::vector<std::int64_t> sizes(t.sizes().begin(), t.sizes().end()), strides;
-  sizes.push_back(2);
-  for (const std::int64_t st : t.strides()) strides.push_back(2 * st);
-  strides.push_back(1);
-  Tensor words = at::empty({0}, t.options().dtype(at::kInt));
-  words.set_(t.storage(), t.storage_offset() * 2, sizes, strides);
-  return words;
-}
-
 Tensor masked_fill_op(const char* name, const Tensor& self, const Tensor& mask, const Scalar* value_scalar,
                    const Tensor* value_tensor, Mode mode, const Tensor& given) {
   const c10::Device device = pick_device(name, {&self, &mask, &given});

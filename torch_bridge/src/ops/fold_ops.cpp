@@ -132,9 +132,13 @@ Tensor mlu_unfold_backward(const Tensor& grad_in, c10::SymIntArrayRef input_size
   OpScope op(kName, grad_in);
   const at::IntArrayRef input_sizes = C10_AS_INTARRAYREF_SLOW(input_sizes_sym);
   const int64_t ndim = static_cast<int64_t>(input_sizes.size());
-  const int64_t d = wrap_dim(dim, ndim, kName);
   TORCH_CHECK(size > 0 && step > 0, kName, ": size (", size, ") and step (", step, ") must be positive");
-  TORCH_CHECK_NOT_IMPLEMENTED(ndim > 0, kName, ": the unfold of a 0-dim tensor is not supported on device mlu");
+  if (ndim == 0) {  // a 0-dim tensor unfolds into one window of its one element: [1]
+    TORCH_CHECK(grad_in.numel() == 1 && size == 1, kName, ": grad_in ", grad_in.sizes(),
+                " is not the unfolded shape of a 0-dim tensor (size ", size, ")");
+    return grad_in.reshape({}).clone();
+  }
+  const int64_t d = wrap_dim(dim, ndim, kName);
   TORCH_CHECK(grad_in.dim() == ndim + 1 && grad_in.size(-1) == size, kName,
               ": grad_in ", grad_in.sizes(), " is not the unfolded shape of ", input_sizes, " (dim ", d, ", size ",
               size, ")");

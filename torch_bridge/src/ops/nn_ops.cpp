@@ -163,10 +163,23 @@ void softmax_backward_run(OpScope& op, mlu::SoftmaxMode mode, const Tensor& grad
            "softmax_backward");
 }
 
+bool softmax_backward_has_float64(const Tensor& grad_output, const Tensor& output, ScalarType input_dtype) {
+  return grad_output.scalar_type() == at::kDouble || output.scalar_type() == at::kDouble || input_dtype == at::kDouble;
+}
+
+// float64 operands (the backward of softmax(x, dtype=torch.float64), or of a float64 softmax): as
+// the forward, narrowed to float32 (narrow_float64's range check), computed in float32, and the
+// gradient written back as float64 when the input was.
 template <mlu::SoftmaxMode kMode>
 Tensor mlu_softmax_backward(const Tensor& grad_output, const Tensor& output, int64_t dim, ScalarType input_dtype) {
   constexpr const char* name =
       kMode == mlu::SoftmaxMode::kSoftmax ? "aten::_softmax_backward_data" : "aten::_log_softmax_backward_data";
+  if (softmax_backward_has_float64(grad_output, output, input_dtype)) {
+    const auto narrow = [&](const Tensor& t) { return t.scalar_type() == at::kDouble ? narrow_float64(t, name) : t; };
+    const Tensor r = mlu_softmax_backward<kMode>(narrow(grad_output), narrow(output), dim,
+                                                 input_dtype == at::kDouble ? at::kFloat : input_dtype);
+    return input_dtype == at::kDouble ? r.to(at::kDouble) : r;
+  }
   OpScope op(name, output);
   softmax_backward_check(op, grad_output, output, input_dtype);
   wrap_dim(dim, output.dim(), name);
@@ -180,6 +193,8 @@ Tensor& mlu_softmax_backward_out(const Tensor& grad_output, const Tensor& output
                                  Tensor& grad_input) {
   constexpr const char* name = kMode == mlu::SoftmaxMode::kSoftmax ? "aten::_softmax_backward_data.out"
                                                                    : "aten::_log_softmax_backward_data.out";
+  if (softmax_backward_has_float64(grad_output, output, input_dtype))
+    return write_out(mlu_softmax_backward<kMode>(grad_output, output, dim, input_dtype), grad_input, name);
   OpScope op(name, output);
   softmax_backward_check(op, grad_output, output, input_dtype);
   wrap_dim(dim, output.dim(), name);
@@ -855,6 +870,17 @@ std::tuple<Tensor, Tensor, Tensor> mlu_native_batch_norm_backward(
   return std::make_tuple(dx, dw, db);
 }
 
+// batch_norm_backward (the backward of _batch_norm_with_update / _batch_norm_no_update, torch 2's
+// batch norm entry points): native_batch_norm_backward with `update` as the training flag, save_var
+// holding the saved inverse std as on CUDA (reserve is cuDNN's workspace: unused here).
+std::tuple<Tensor, Tensor, Tensor> mlu_batch_norm_backward(
+    const Tensor& grad_out, const Tensor& input, const Tensor& weight, const OptTensor& running_mean,
+    const OptTensor& running_var, const OptTensor& save_mean, const OptTensor& save_var, bool update, double eps,
+    std::array<bool, 3> output_mask, const Tensor& /*reserve*/) {
+  return mlu_native_batch_norm_backward(grad_out, input, weight.defined() ? OptTensor(weight) : OptTensor(),
+                                        running_mean, running_var, save_mean, save_var, update, eps, output_mask);
+}
+
 std::tuple<Tensor&, Tensor&, Tensor&> mlu_native_batch_norm_backward_out(
     const Tensor& grad_out, const Tensor& input, const OptTensor& weight_opt, const OptTensor& running_mean_opt,
     const OptTensor& running_var_opt, const OptTensor& save_mean_opt, const OptTensor& save_invstd_opt, bool train,
@@ -1310,6 +1336,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax.out", TORCH_FN(mlu_softmax_out<SoftmaxMode::kSoftmax>));
   m.impl("_log_softmax", TORCH_FN(mlu_softmax<SoftmaxMode::kLogSoftmax>));
   m.impl("_log_softmax.out", TORCH_FN(mlu_softmax_out<SoftmaxMode::kLogSoftmax>));
+  m.impl("batch_norm_backward", TORCH_FN(mlu_batch_norm_backward));
   m.impl("_softmax_backward_data", TORCH_FN(mlu_softmax_backward<SoftmaxMode::kSoftmax>));
   m.impl("_softmax_backward_data.out", TORCH_FN(mlu_softmax_backward_out<SoftmaxMode::kSoftmax>));
   m.impl("_log_softmax_backward_data", TORCH_FN(mlu_softmax_backward<SoftmaxMode::kLogSoftmax>));

@@ -162,6 +162,20 @@ Tensor& accumulate(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std
   } else {
     target = !is_mean && at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
   }
+  if (self.scalar_type() == at::kDouble || target == at::kDouble) {
+    // float64 (renorm's backward sums in float64): reduced in float32 on the input narrowed with
+    // narrow_float64's range check, the result written back as float64 (op_support.h's rule).
+    const Tensor x = self.scalar_type() == at::kDouble ? narrow_float64(self, name) : self;
+    Tensor r;
+    accumulate(op, rop, x, dims, keepdim, target == at::kDouble ? at::kFloat : target, r, true);
+    if (allocate) {
+      out = r.to(target);
+    } else {
+      prepare_out(out, op.device(), r.sizes(), name);
+      out.copy_(r);
+    }
+    return out;
+  }
   check_reducible(self.scalar_type(), name);
   const bool cast = needs_cast(self.scalar_type(), target, !is_mean);
   if (cast) check_reducible(target, name);
@@ -545,6 +559,13 @@ ScalarType linalg_norm_dtype(const Tensor& self, c10::optional<ScalarType> dtype
 
 Tensor linalg_vector_norm(const Tensor& self, const at::Scalar& ord, OptionalIntArrayRef dim, bool keepdim,
                           c10::optional<ScalarType> dtype) {
+  // float64 (a float64 input, or dtype=torch.float64 as renorm's backward asks): computed in
+  // float32 on the input narrowed with narrow_float64's range check, the norm written back as
+  // float64 (the device's float64 rule, op_support.h).
+  if (linalg_norm_dtype(self, dtype) == at::kDouble) {
+    const Tensor narrowed = self.scalar_type() == at::kDouble ? narrow_float64(self, "aten::linalg_vector_norm") : self;
+    return linalg_vector_norm(narrowed, ord, dim, keepdim, at::kFloat).to(at::kDouble);
+  }
   OpScope op("aten::linalg_vector_norm", self);
   const ScalarType result = linalg_norm_dtype(self, dtype);
   Tensor out;

@@ -20,14 +20,15 @@ inline at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1})
 inline std::int64_t nonempty_dim(const at::Tensor& t) { return t.dim() == 0 ? 1 : t.dim(); }
 inline std::int64_t nonempty_size(const at::Tensor& t, std::int64_t d) { return t.dim() == 0 ? 1 : t.size(d); }
 
-// Raises RuntimeError "<method>(): ..." as torch does unless: index is int32 or int64; src (when
+// Raises RuntimeError "<method>(): ..." as torch does unless: a non-empty index is int32 or int64; src (when
 // given) has self's dtype; a non-empty index has self's number of dims (and src's), and is no
 // larger than src in any dim and no larger than self in every dim but `dim` (already wrapped).
 // src null: a value broadcast over the index (scatter.value, index_fill), with no shape of its
 // own to check.
 inline void check_scatter_args(const char* method, const at::Tensor& self, std::int64_t dim, const at::Tensor& index,
                                const at::Tensor* src) {
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, method,
+  // As torch: an empty index may have any dtype (gather's backward scatters with the forward's).
+  TORCH_CHECK(index.numel() == 0 || index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, method,
               "(): Expected dtype int32/int64 for index");
   if (src != nullptr)
     TORCH_CHECK(src->scalar_type() == self.scalar_type(), method, "(): Expected self.dtype to be equal to src.dtype");
