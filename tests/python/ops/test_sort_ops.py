@@ -164,3 +164,16 @@ def test_randperm_is_a_uniform_permutation_from_the_device_generator(dev):
     assert torch.randperm(0, device=DEV).shape == (0,)
     with pytest.raises(RuntimeError, match="not exactly representable"):
         torch.randperm(3000, device=DEV, dtype=torch.float16)
+
+
+def test_unique_old_entry_point(dev):
+    """aten::_unique (index_fill's backward calls it): sorted values and the inverse in self's shape."""
+    x = torch.tensor([[3, 1, 3], [2, 1, 7]])
+    got, want = torch.ops.aten._unique(x.to(dev), True, True), torch.ops.aten._unique(x, True, True)
+    assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+    xf = torch.randn(5, requires_grad=True)
+    xd = xf.detach().to(dev).requires_grad_()
+    idx = torch.tensor([1, 3, 1])
+    xf.index_fill(0, idx, 2.0).pow(2).sum().backward()
+    xd.index_fill(0, idx.to(dev), 2.0).pow(2).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xf.grad)

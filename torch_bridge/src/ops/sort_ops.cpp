@@ -269,6 +269,13 @@ std::tuple<Tensor, Tensor, Tensor> mlu_unique2(const Tensor& self, bool /*sorted
   return runs_of(s, &perm, return_inverse, return_counts, self.sizes());
 }
 
+// _unique (torch.unique's older entry point, which index_fill's backward calls): _unique2 without
+// counts (the inverse, when asked, has self's shape).
+std::tuple<Tensor, Tensor> mlu_unique(const Tensor& self, bool sorted, bool return_inverse) {
+  auto [values, inverse, counts] = mlu_unique2(self, sorted, return_inverse, false);
+  return {values, inverse};
+}
+
 std::tuple<Tensor, Tensor, Tensor> mlu_unique_consecutive(const Tensor& self, bool return_inverse, bool return_counts,
                                                           std::optional<int64_t> dim) {
   OpScope op("aten::unique_consecutive", self);
@@ -304,6 +311,7 @@ Tensor& mlu_randperm_out(c10::SymInt n_sym, std::optional<at::Generator> gen, Te
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("randperm.generator_out", TORCH_FN(mlu_randperm_out));
   m.impl("_unique2", TORCH_FN(mlu_unique2));
+  m.impl("_unique", TORCH_FN(mlu_unique));
   m.impl("unique_consecutive", TORCH_FN(mlu_unique_consecutive));
   m.impl("sort.stable", TORCH_FN(mlu_sort_stable));
   m.impl("sort.values_stable", TORCH_FN(mlu_sort_values_stable));
