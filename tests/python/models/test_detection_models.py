@@ -1,9 +1,9 @@
 """torchvision's detection and segmentation models on the device with the CPU fallback off, against
 the same models on the CPU: fasterrcnn_mobilenet_v3_large_320_fpn (rpn anchors, nms, roi_align,
 the samplers' randperm and uint8 masks) and retinanet_resnet50_fpn (focal loss, batched nms),
-inference (and retinanet's training step: fasterrcnn's samplers mark anchors in uint8 masks, and
-uint8 is not a device dtype beyond copies, stores and nonzero); lraspp and deeplabv3 (mobilenet_v3)
-segmentation inference.
+inference and retinanet's training step (fasterrcnn's training step runs on the device too, its
+uint8 sampler masks moved as bytes, but is not compared here: see the issue notes); lraspp and
+deeplabv3 (mobilenet_v3) segmentation inference.
 
 Untrained heads score many boxes alike, so which boxes survive a top-k or an nms would rest on fp32
 rounding: the models keep every candidate past their top-k of anchors (nms thresholds of 1.0: the
@@ -99,7 +99,7 @@ def test_fasterrcnn_mobilenet_v3_inference_matches_cpu():
         weights=None, weights_backbone=None, num_classes=5, min_size=128, max_size=128,
         rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=KEEP_ALL, rpn_nms_thresh=1.0,
         box_score_thresh=0.0, box_nms_thresh=1.0, box_detections_per_img=KEEP_ALL)
-    dev = _check_inference(cpu)
+    _check_inference(cpu)
     assert torch_mlu.cpu_fallback_counts() == {}
 
 

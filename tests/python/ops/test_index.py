@@ -424,3 +424,19 @@ def test_embedding_bag_backward(dev, mode):
         with pytest.raises(NotImplementedError, match="sparse gradients"):
             wd = torch.randn(10, 3).to(dev).requires_grad_()
             F.embedding_bag(idx.to(dev), wd, off.to(dev), mode=mode, sparse=True).sum().backward()
+
+
+def test_uint8_values_move_as_bytes(dev):
+    """cat / stack, index_select, gather, boolean-mask indexing and where between uint8 values move
+    the bytes as int8 (no conversion happens): values above 127 survive."""
+    a = torch.tensor([1, 0, 200, 255], dtype=torch.uint8)
+    b = torch.tensor([0, 255, 1, 128], dtype=torch.uint8)
+    m = torch.tensor([True, False, True, True])
+    ad, bd, md = a.to(dev), b.to(dev), m.to(dev)
+    for got, want in ((torch.cat([ad, bd]), torch.cat([a, b])), (torch.cat([ad, md]), torch.cat([a, m])),
+                      (torch.stack([ad, bd]), torch.stack([a, b])), (ad[bd.bool()], a[b.bool()]),
+                      (ad[torch.tensor([3, 0]).to(dev)], a[torch.tensor([3, 0])]),
+                      (ad.gather(0, torch.tensor([2, 3]).to(dev)), a.gather(0, torch.tensor([2, 3]))),
+                      (torch.where(md, ad, bd), torch.where(m, a, b)), (torch.where(md, ad, 7), torch.where(m, a, 7)),
+                      (ad | bd, a | b)):
+        assert got.dtype == torch.uint8 and torch.equal(got.cpu(), want)

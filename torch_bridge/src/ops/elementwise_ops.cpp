@@ -681,6 +681,13 @@ Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const 
                "where");
       return;
     }
+    if (common == at::kByte && ta.scalar_type() == at::kByte && tb.scalar_type() == at::kByte) {
+      // uint8 values are selected as their int8 bytes (a selection converts nothing).
+      op.check(mlu::where(op.handle(), condition_desc(name, tc, "condition"), tc.data_ptr(), moved_desc(ta, name),
+                          ta.data_ptr(), moved_desc(tb, name), tb.data_ptr(), moved_desc(y, name), y.data_ptr()),
+               "where");
+      return;
+    }
     op.check(mlu::where(op.handle(), condition_desc(name, tc, "condition"), tc.data_ptr(), desc(ta, name), ta.data_ptr(),
                         desc(tb, name), tb.data_ptr(), desc(y, name), y.data_ptr()),
              "where");

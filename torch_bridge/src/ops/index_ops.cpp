@@ -12,6 +12,7 @@
 // Indices are range-checked by the kernels: an index out of range faults the kernel and the
 // error surfaces at the next synchronisation (as CUDA's device-side assert), naming the op, the
 // index and the bound.
+#include <algorithm>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/TypeProperties.h>
@@ -87,8 +88,8 @@ Tensor& index_select_impl(OpScope& op, const Tensor& self, std::int64_t dim, con
     at::assert_no_overlap(out, index);
   }
   const Tensor x = as_1d(self), y = as_1d(out), i = as_1d(idx);
-  op.check(mlu::index_select(op.handle(), desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
-                             desc(y, name), y.data_ptr()),
+  op.check(mlu::index_select(op.handle(), moved_desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name),
+                             i.data_ptr(), moved_desc(y, name), y.data_ptr()),
            "index_select");
   return out;
 }
@@ -131,8 +132,8 @@ Tensor& gather_impl(OpScope& op, const Tensor& self, std::int64_t dim, const Ten
   }
   if (out.numel() == 0) return out;
   const Tensor x = as_1d(self), y = as_1d(out), i = as_1d(index);
-  op.check(mlu::gather(op.handle(), desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name), i.data_ptr(),
-                       desc(y, name), y.data_ptr()),
+  op.check(mlu::gather(op.handle(), moved_desc(x, name), x.data_ptr(), static_cast<int>(dim), desc(i, name),
+                       i.data_ptr(), moved_desc(y, name), y.data_ptr()),
            "gather");
   return out;
 }
@@ -282,12 +283,20 @@ Tensor& cat_impl(OpScope& op, const std::vector<Tensor>& inputs, std::int64_t di
   descs.reserve(used.size());
   std::vector<const mlu::TensorDesc*> dptrs;
   std::vector<const void*> ptrs;
+  // uint8 (with bool, whose 0/1 read the same) concatenates as int8 bytes; mixed with wider dtypes
+  // it would need uint8 -> int conversions libmlu lacks.
+  const bool bytes = out.scalar_type() == at::kByte &&
+                     std::all_of(used.begin(), used.end(), [](const Tensor* t) {
+                       return t->scalar_type() == at::kByte || t->scalar_type() == at::kBool;
+                     });
   for (const Tensor* t : used) {
-    descs.push_back(desc(*t, name));
+    descs.push_back(bytes ? moved_desc(*t, name) : desc(*t, name));
     ptrs.push_back(t->data_ptr());
   }
   for (const mlu::TensorDesc& d : descs) dptrs.push_back(&d);
-  op.check(mlu::cat(op.handle(), dptrs, ptrs, static_cast<int>(dim), desc(out, name), out.data_ptr()), "cat");
+  op.check(mlu::cat(op.handle(), dptrs, ptrs, static_cast<int>(dim), bytes ? moved_desc(out, name) : desc(out, name),
+                    out.data_ptr()),
+           "cat");
   return out;
 }
 

@@ -86,6 +86,10 @@ mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
                               "float64 for copies)");
 }
 
+mlu::TensorDesc moved_desc(const at::Tensor& t, const char* op) {
+  return t.scalar_type() == at::kByte ? desc_as(t, mlu::DType::kInt8, op) : desc(t, op);
+}
+
 mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op) {
   std::vector<std::int64_t> dims(t.sizes().begin(), t.sizes().end());
   std::vector<std::int64_t> strides(t.strides().begin(), t.strides().end());

@@ -40,6 +40,9 @@ bool has_mlu_dtype(at::ScalarType t);
 mlu::TensorDesc desc(const at::Tensor& t, const char* op, mlu::Layout layout = mlu::Layout::kND);
 // `t` with `dtype`'s descriptor but t's dims and strides (reinterpretation, e.g. uint8 as int8).
 mlu::TensorDesc desc_as(const at::Tensor& t, mlu::DType dtype, const char* op);
+// The descriptor of a tensor whose values an op only moves (concatenate, select, gather, where
+// between same-dtype values): uint8 as int8, the same bytes; every other dtype as desc().
+mlu::TensorDesc moved_desc(const at::Tensor& t, const char* op);
 
 // Raises unless `t` is a tensor on `device` ("<op>: expected <arg> on mlu:0, got cpu").
 void check_on_device(const at::Tensor& t, const c10::Device& device, const char* op, const char* arg);
