@@ -86,3 +86,27 @@ def test_multinomial_without_replacement_draws_distinct_positive_categories():
     assert counts[5] > counts[1] and counts[0] == 0 and counts[4] == 0
     with pytest.raises(RuntimeError, match="not enough non-negative category"):
         torch.multinomial(p[0].to(DEV), 5)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_cdist_and_pdist_backward(dev, p):
+    """_cdist_backward / _pdist_backward: torch's per-difference gradient for every branch of p,
+    a broadcast batch, identical rows (distance 0: zero gradient) and both inputs of cdist."""
+    g = torch.Generator().manual_seed(int(p * 10) if p != float("inf") else 99)
+    x1 = torch.randn(3, 1, 4, 5, generator=g)
+    x2 = torch.randn(2, 6, 5, generator=g)
+    x2[1, 2] = x1[0, 0, 1]  # a zero distance
+    cot = torch.randn(3, 2, 4, 6, generator=g)
+    a, b = x1.clone().requires_grad_(), x2.clone().requires_grad_()
+    ad, bd = x1.to(dev).requires_grad_(), x2.to(dev).requires_grad_()
+    (torch.cdist(a, b, p=p) * cot).sum().backward()
+    (torch.cdist(ad, bd, p=p) * cot.to(dev)).sum().backward()
+    torch.testing.assert_close(ad.grad.cpu(), a.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(bd.grad.cpu(), b.grad, atol=1e-4, rtol=1e-4)
+    x = torch.randn(6, 4, generator=g)
+    x[4] = x[1]
+    xc, xd = x.clone().requires_grad_(), x.to(dev).requires_grad_()
+    w = torch.randn(15, generator=g)
+    (torch.pdist(xc, p=p) * w).sum().backward()
+    (torch.pdist(xd, p=p) * w.to(dev)).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, atol=1e-4, rtol=1e-4)
