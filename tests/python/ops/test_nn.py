@@ -954,3 +954,17 @@ def test_backward_paths_torch2_reaches():
     (s.unfold(0, 1, 1) * 3).sum().backward()
     (sd.unfold(0, 1, 1) * 3).sum().backward()
     assert sd.grad.shape == () and sd.grad.item() == s.grad.item() == 3.0
+
+
+def test_efficientzerotensor_gradients():
+    """sgn's gradient of a real input is autograd's storage-less zero tensor: on the device it
+    reads as zeros wherever an op consumes it."""
+    dev = torch.device("mlu")
+    x = randn(4, 3, seed=11).to(dev).requires_grad_()
+    (torch.sgn(x) * 2 + x).sum().backward()
+    assert torch.equal(x.grad.cpu(), torch.ones(4, 3))
+    z = torch._efficientzerotensor((2, 3), device=dev)
+    assert z.device.type == "mlu" and z._is_zerotensor()
+    y = randn(2, 3, seed=12)
+    torch.testing.assert_close((z + y.to(dev)).cpu(), y)
+    assert torch.equal(z.cpu(), torch.zeros(2, 3))

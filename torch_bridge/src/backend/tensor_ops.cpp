@@ -253,6 +253,36 @@ Tensor mlu_empty_strided(IntArrayRef size, IntArrayRef stride, c10::optional<at:
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
 
+// _efficientzerotensor (autograd's "this gradient is zero", e.g. sgn of a real input): a tensor of
+// the ZeroTensor dispatch key with no storage, as CUDA's; ATen's ZeroTensor fallback turns it into
+// real zeros (at::zeros on the device) when an op without a ZeroTensor kernel reads it. The
+// allocator hands out no memory, so nothing reads or writes through it.
+class NoStorageAllocator final : public c10::Allocator {
+ public:
+  explicit NoStorageAllocator(c10::Device device) : device_(device) {}
+  c10::DataPtr allocate(std::size_t /*bytes*/) override { return {nullptr, nullptr, &no_delete, device_}; }
+  c10::DeleterFnPtr raw_deleter() const override { return &no_delete; }
+  void copy_data(void* /*dest*/, const void* /*src*/, std::size_t count) const override {
+    TORCH_CHECK(count == 0, "a zero tensor on device mlu has no storage to copy");
+  }
+
+ private:
+  static void no_delete(void* /*ptr*/) {}
+  c10::Device device_;
+};
+
+Tensor mlu_efficientzerotensor(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype,
+                               c10::optional<at::Layout> layout, c10::optional<c10::Device> device,
+                               c10::optional<bool> pin_memory) {
+  check_options(layout, pin_memory);
+  const c10::Device target = target_device(device);
+  NoStorageAllocator allocator(target);
+  const c10::DispatchKeySet keys = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) |
+                                   c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size), &allocator, keys, c10::dtype_or_default(dtype),
+                                   c10::nullopt);
+}
+
 // ---- resize and set_ ----------------------------------------------------------------------------------
 
 void maybe_resize_storage(c10::TensorImpl* self, std::size_t new_size_bytes) {
@@ -407,6 +437,7 @@ void mlu_record_stream(Tensor& self, c10::Stream stream) { record_stream(self.st
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(mlu_empty));
   m.impl("empty_strided", TORCH_FN(mlu_empty_strided));
+  m.impl("_efficientzerotensor", TORCH_FN(mlu_efficientzerotensor));
   m.impl("_copy_from", TORCH_FN(mlu_copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(mlu_copy_from_and_resize));
   m.impl("view", TORCH_FN(at::native::view));
