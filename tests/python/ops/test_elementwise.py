@@ -720,8 +720,8 @@ def test_errors_name_the_op_and_keep_the_device_usable(dev):
     torch.testing.assert_close(mixed.cpu(), torch.full((3,), 0.25))
     with pytest.raises(ValueError, match=r"aten::add\.Tensor: .*float32"):
         torch.full((3,), 1e300, dtype=torch.float64, device=dev) + torch.ones(3, dtype=torch.float64, device=dev)
-    with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor: dtype Short is not supported on device mlu"):
-        torch.ones(3, dtype=torch.int16, device=dev) + 1
+    with pytest.raises(NotImplementedError, match=r"aten::floor_divide: dtype Short is not supported on device mlu"):
+        torch.ones(3, dtype=torch.int16, device=dev) // 2
     with pytest.raises(RuntimeError, match=r"aten::add_\.Tensor: unsupported operation: some elements of the input"):
         x = torch.arange(5.0).to(dev)
         x[1:].add_(x[:-1])
@@ -972,3 +972,35 @@ def test_where_on_float64_selects_exact_bits(dev):
     assert torch.equal(got.view(torch.int64), torch.where(c, a, 0.25).view(torch.int64))
     f32 = torch.tensor([1.5, 2.5, 3.5, 4.5])
     assert torch.equal(torch.where(c.to(dev), a.to(dev), f32.to(dev)).cpu(), torch.where(c, a, f32))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16])
+def test_narrow_integers_compute_in_int32_lanes(dev, dtype):
+    """uint8 / int16 (not libmlu dtypes) compute on int32 copies, narrowed back as torch wraps:
+    arithmetic, host scalars cast to the dtype first (x > 300 on uint8 compares with 44),
+    comparisons, unary ops, clamp, masked_fill, reductions, sort / topk."""
+    g = torch.Generator().manual_seed(7)
+    lo, hi = (0, 256) if dtype == torch.uint8 else (-30000, 30000)
+    a = torch.randint(lo, hi, (3, 5), generator=g).to(dtype)
+    b = torch.randint(lo, hi, (5,), generator=g).to(dtype)
+    ad, bd = a.to(dev), b.to(dev)
+    cases = {
+        "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "rsub": lambda x, y: 5 - x,
+        "add_scalar": lambda x, y: x + 300, "mul_float": lambda x, y: x * 0.5, "div": lambda x, y: x / 7,
+        "eq": lambda x, y: x == y, "gt_scalar": lambda x, y: x > 300, "eq_minus_one": lambda x, y: x == -1,
+        "maximum": lambda x, y: torch.maximum(x, y), "neg": lambda x, y: -x, "abs": lambda x, y: x.abs(),
+        "exp": lambda x, y: (x * 0.001).exp(),
+        "clamp": lambda x, y: x.clamp(10, 100), "masked_fill": lambda x, y: x.masked_fill(y > 100, 9),
+        "sum": lambda x, y: x.sum(0), "prod": lambda x, y: x[0, :2].prod(),  # int64 results wrap at 32 bits on the device
+        "amax": lambda x, y: x.amax(1),
+        "max_dim": lambda x, y: x.max(1), "argmin": lambda x, y: x.argmin(), "sort": lambda x, y: x.sort(1),
+        "topk": lambda x, y: x.topk(2, 1), "mixed_int8": lambda x, y: x + y.to(torch.int8),
+    }
+    for name, fn in cases.items():
+        want, got = fn(a, b), fn(ad, bd)
+        for w, d in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            assert d.device.type == "mlu" and d.dtype == w.dtype, name
+            assert torch.allclose(d.cpu().double(), w.double(), equal_nan=True), name
+    x = ad.clone()
+    x.add_(bd).mul_(3)
+    assert torch.equal(x.cpu(), (a + b) * 3)

@@ -349,6 +349,41 @@ void binary_kernel(OpScope& op, BinaryOp bop, const Operand& a, const Operand& b
   binary_scalar_call(op, bop, b.t, a.v, y, true);
 }
 
+// ---- uint8 / int16 -----------------------------------------------------------------------------------
+//
+// Not libmlu dtypes: an op whose tensor operands are uint8 or int16 runs on int32 copies of them and
+// its int32 result is narrowed back to torch's dtype (modular, as torch wraps). Exact for the ops
+// routed here: add/sub/mul are modular, max/min and comparisons order the widened values as the
+// narrow ones, true division and floating unary ops compute from the exact values, neg/abs wrap.
+// A host scalar takes the narrow dtype first, as TensorIterator casts it (x > 300 on uint8
+// compares with 44).
+
+bool has_narrow_int(std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors)
+    if (t && t->defined() && !is_cpu_scalar(*t) && is_narrow_int(t->scalar_type())) return true;
+  return false;
+}
+
+Tensor widened(const Tensor& t, ScalarType common) {
+  if (is_cpu_scalar(t)) return is_narrow_int(common) ? t.to(common) : t;
+  return is_narrow_int(t.scalar_type()) ? t.to(at::kInt) : t;
+}
+
+// The widened op's result as torch's result dtype `want` (an int32 result narrowed), delivered
+// per mode. `any_dtype`: the op writes into an out= of any dtype (comparisons).
+Tensor narrowed_result(const char* name, const Tensor& wide, ScalarType want, Mode mode, const Tensor& given,
+                       bool any_dtype = false) {
+  const Tensor r = wide.scalar_type() == want ? wide : wide.to(want);
+  if (mode == Mode::kNew) return r;
+  if (mode == Mode::kInPlace) {
+    TORCH_CHECK(given.sizes() == r.sizes(), name, ": output with shape ", given.sizes(),
+                " doesn't match the broadcast shape ", r.sizes());
+  }
+  if (!any_dtype) check_cast(name, want, given.scalar_type());
+  Tensor dst = given;
+  return write_out(r, dst, name);
+}
+
 // ---- arithmetic -------------------------------------------------------------------------------------
 
 // A float64 device operand in a computation of another dtype (a 0-dim float64 tensor beside a
@@ -384,15 +419,7 @@ Tensor complex_arith(const char* name, BinaryOp bop, const Operand& a, const Ope
     return Operand{o.t.to(real).unsqueeze(-1), 0.0};
   };
   const Tensor r = at::view_as_complex(arith(name, bop, side(a), side(b), alpha, real, device, Mode::kNew, Tensor()));
-  if (mode == Mode::kNew) return r;
-  Tensor dst = given;
-  if (mode == Mode::kInPlace) {
-    TORCH_CHECK(dst.sizes() == r.sizes(), name, ": output with shape ", dst.sizes(), " doesn't match the broadcast shape ",
-                r.sizes());
-  } else {
-    check_cast(name, common, dst.scalar_type());
-  }
-  return write_out(r, dst, name);
+  return narrowed_result(name, r, common, mode, given);
 }
 
 Tensor arith(const char* name, BinaryOp bop, const Operand& a, const Operand& b, double alpha, ScalarType common,
@@ -441,6 +468,12 @@ ScalarType scalar_kind(const Scalar& s) {
 // self op other (tensor or CPU scalar), add/sub with alpha; rsub passes its operands swapped.
 Tensor binary_tt(const char* name, BinaryOp bop, const Tensor& a, const Tensor& b, const Scalar& alpha, Mode mode,
                  const Tensor& given) {
+  if (has_narrow_int({&a, &b})) {
+    ScalarType want = ResultType().t(a).t(b).get();
+    if (bop == BinaryOp::kDiv && c10::isIntegralType(want, /*includeBool=*/true)) want = default_float();
+    const Tensor wide = binary_tt(name, bop, widened(a, want), widened(b, want), alpha, Mode::kNew, Tensor());
+    return narrowed_result(name, wide, want, mode, given);
+  }
   const c10::Device device = pick_device(name, {&a, &b, &given});
   const Operand oa = operand(name, a, device, "self"), ob = operand(name, b, device, "other");
   ScalarType common = ResultType().t(a).t(b).get();
@@ -453,6 +486,10 @@ Tensor binary_tt(const char* name, BinaryOp bop, const Tensor& a, const Tensor& 
 // self op scalar (scalar_first: scalar op self).
 Tensor binary_ts(const char* name, BinaryOp bop, const Tensor& self, const Scalar& other, const Scalar& alpha,
                  bool scalar_first, Mode mode, const Tensor& given) {
+  if (has_narrow_int({&self})) {
+    const Tensor s = at::native::wrapped_scalar_tensor(other);
+    return scalar_first ? binary_tt(name, bop, s, self, alpha, mode, given) : binary_tt(name, bop, self, s, alpha, mode, given);
+  }
   const c10::Device device = pick_device(name, {&self, &given});
   const Operand oa = operand(name, self, device, "self");
   ScalarType common = ResultType().t(self).s(other).get();
@@ -526,6 +563,8 @@ Tensor unary_op(const char* name, mlu::UnaryOp u, UnaryKind kind, const Tensor& 
   }
   TORCH_CHECK(kind != UnaryKind::kFloatingOnly || c10::isFloatingType(st), name, ": not implemented for '", st, "'");
   const ScalarType common = kind == UnaryKind::kFloating && !c10::isFloatingType(st) ? default_float() : st;
+  if (is_narrow_int(st))
+    return narrowed_result(name, unary_op(name, u, kind, self.to(at::kInt), Mode::kNew, Tensor()), common, mode, given);
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, self.sizes(), common, common, self);
   check_overlap(name, out, {&self});
@@ -596,12 +635,18 @@ Tensor compare_op(const char* name, CompareOp cop, Operand a, Operand b, ScalarT
 }
 
 Tensor compare_tt(const char* name, CompareOp cop, const Tensor& a, const Tensor& b, Mode mode, const Tensor& given) {
+  if (has_narrow_int({&a, &b})) {
+    const ScalarType common = ResultType().t(a).t(b).get();
+    const Tensor wide = compare_tt(name, cop, widened(a, common), widened(b, common), Mode::kNew, Tensor());
+    return narrowed_result(name, wide, at::kBool, mode, given, /*any_dtype=*/true);
+  }
   const c10::Device device = pick_device(name, {&a, &b, &given});
   return compare_op(name, cop, operand(name, a, device, "self"), operand(name, b, device, "other"),
                  ResultType().t(a).t(b).get(), device, mode, given);
 }
 
 Tensor compare_ts(const char* name, CompareOp cop, const Tensor& a, const Scalar& b, Mode mode, const Tensor& given) {
+  if (has_narrow_int({&a})) return compare_tt(name, cop, a, at::native::wrapped_scalar_tensor(b), mode, given);
   const c10::Device device = pick_device(name, {&a, &given});
   return compare_op(name, cop, operand(name, a, device, "self"), host_value(b.toDouble()), ResultType().t(a).s(b).get(),
                  device, mode, given);
@@ -706,6 +751,12 @@ Tensor masked_fill_op(const char* name, const Tensor& self, const Tensor& mask, 
   if (value_tensor)
     TORCH_CHECK(value_tensor->dim() == 0, name, ": masked_fill_ only supports a 0-dimensional value tensor, but got "
                 "tensor with ", value_tensor->dim(), " dimension(s).");
+  if (is_narrow_int(self.scalar_type())) {  // filled on the int32 copy (the value checked as the narrow dtype)
+    if (value_scalar) scalar_as(*value_scalar, self.scalar_type());
+    const Tensor wide = masked_fill_op(name, self.to(at::kInt), mask, value_scalar,
+                                       value_tensor ? value_tensor : nullptr, Mode::kNew, Tensor());
+    return narrowed_result(name, wide, self.scalar_type(), mode, given);
+  }
   const ScalarType dtype = self.scalar_type();
   const Shape shape = mode == Mode::kInPlace ? Shape(self.sizes().begin(), self.sizes().end())
                                              : broadcast(name, {self.sizes(), mask.sizes()});
@@ -763,6 +814,10 @@ Tensor clamp_scalar(const char* name, const Tensor& self, const c10::optional<Sc
   std::optional<double> lv, hv;
   if (lo) lv = scalar_as(*lo, common);
   if (hi) hv = scalar_as(*hi, common);
+  if (is_narrow_int(st) && is_narrow_int(common)) {  // bounds checked in the narrow dtype above
+    const Tensor wide = clamp_scalar(name, self.to(at::kInt), lo, hi, Mode::kNew, Tensor());
+    return narrowed_result(name, wide, common, mode, given);
+  }
   OpScope op(name, device);
   const Tensor out = resolve_output(name, mode, given, device, self.sizes(), common, common, self);
   check_overlap(name, out, {&self});
@@ -1290,27 +1345,18 @@ Tensor& mlu_gelu_out(const Tensor& s, c10::string_view a, Tensor& out) {
 }
 
 // bitwise_and/or/xor/left_shift/right_shift (and the __lshift__/__rshift__ operators): libmlu's
-// bitwise ops in torch's result dtype. uint8 and int16 (not libmlu dtypes) compute in int32 lanes
-// and are truncated back, which is exact for every op: and/or/xor and left shifts keep their low
-// bits, right shifts of the zero-/sign-extended value equal the narrow ones, and counts at or
-// beyond the narrow width give 0 (or the sign) either way, as torch's kernels define.
+// bitwise ops in torch's result dtype. uint8 and int16 go through int32 lanes as above, which is
+// exact for every bitwise op: and/or/xor and left shifts keep their low bits, right shifts of the
+// zero-/sign-extended value equal the narrow ones, and counts at or beyond the narrow width give 0
+// (or the sign) either way, as torch's kernels define.
 Tensor bitwise_op(const char* name, mlu::BitwiseOp bop, const Tensor& a, const Tensor& b, Mode mode, const Tensor& given) {
   const bool shift = bop == mlu::BitwiseOp::kLeftShift || bop == mlu::BitwiseOp::kRightShift;
   const ScalarType common = ResultType().t(a).t(b).get();
   TORCH_CHECK(c10::isIntegralType(common, /*includeBool=*/!shift), name, ": not implemented for '", common, "'");
-  if (common == at::kByte || common == at::kShort) {
-    // A host scalar takes the narrow dtype first (-9 >> t on uint8 shifts 247, as on the CPU).
-    const auto widen = [&](const Tensor& t) { return is_cpu_scalar(t) ? t.to(common) : t.to(at::kInt); };
-    const Tensor wide = bitwise_op(name, bop, widen(a), widen(b), Mode::kNew, Tensor());
-    if (mode == Mode::kNew) return wide.to(common);
-    Tensor dst = given;
-    if (mode == Mode::kInPlace) {
-      TORCH_CHECK(dst.sizes() == wide.sizes(), name, ": output with shape ", dst.sizes(),
-                  " doesn't match the broadcast shape ", wide.sizes());
-    } else {
-      check_cast(name, common, dst.scalar_type());
-    }
-    return write_out(wide, dst, name);
+  if (is_narrow_int(common)) {
+    // (-9 >> t on uint8 shifts 247, as on the CPU: widened() casts the host scalar first.)
+    const Tensor wide = bitwise_op(name, bop, widened(a, common), widened(b, common), Mode::kNew, Tensor());
+    return narrowed_result(name, wide, common, mode, given);
   }
   const c10::Device device = pick_device(name, {&a, &b, &given});
   const Operand oa = operand(name, a, device, "self"), ob = operand(name, b, device, "other");

@@ -34,6 +34,9 @@ namespace mlusim::bridge::ops {
 // as int8 only where the caller says so). NotImplementedError naming `op` for others.
 mlu::DType mlu_dtype(at::ScalarType t, const char* op);
 bool has_mlu_dtype(at::ScalarType t);
+// uint8 and int16: integer dtypes libmlu lacks, which ops compute on int32 copies and narrow back
+// (modular, as torch wraps); elementwise_ops.cpp and reduce_ops.cpp say which ops and why exact.
+inline bool is_narrow_int(at::ScalarType t) { return t == at::kByte || t == at::kShort; }
 
 // The descriptor of `t` (its dtype, sizes and strides, in elements). A negative stride or a
 // dtype libmlu lacks raises, naming `op`. Layout kNCHW is for conv/pool/batch norm 4-d tensors.

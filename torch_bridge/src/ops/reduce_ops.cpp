@@ -162,6 +162,8 @@ Tensor& accumulate(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std
   } else {
     target = !is_mean && at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
   }
+  if (is_narrow_int(self.scalar_type()))  // uint8 / int16: the int32 copy sums to the same int64
+    return accumulate(op, rop, self.to(at::kInt), dims, keepdim, target, out, allocate);
   if (self.scalar_type() == at::kDouble || target == at::kDouble) {
     // float64 (renorm's backward sums in float64): reduced in float32 on the input narrowed with
     // narrow_float64's range check, the result written back as float64 (op_support.h's rule).
@@ -254,6 +256,17 @@ Tensor& prod_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, c10::op
 
 Tensor& extreme_values(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std::vector<int>& dims, bool keepdim,
                        const char* fn, Tensor& out, bool allocate) {
+  if (is_narrow_int(self.scalar_type())) {  // uint8 / int16: extremes of the int32 copy, narrowed back
+    Tensor wide;
+    extreme_values(op, rop, self.to(at::kInt), dims, keepdim, fn, wide, true);
+    if (allocate) return out = wide.to(self.scalar_type());
+    TORCH_CHECK(out.scalar_type() == self.scalar_type(), op.name(),
+                ": Expected the dtype for input and out to match, but got ", self.scalar_type(),
+                " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+    prepare_out(out, op.device(), wide.sizes(), op.name());
+    out.copy_(wide);
+    return out;
+  }
   check_reducible(self.scalar_type(), op.name());
   if (!allocate)
     TORCH_CHECK(out.scalar_type() == self.scalar_type(), op.name(),
@@ -342,6 +355,19 @@ Tensor min_all(const Tensor& self) {
 
 void with_indices(OpScope& op, mlu::Extreme which, const Tensor& self, std::int64_t dim, bool keepdim, const char* fn,
                   Tensor& values, Tensor& indices, bool allocate) {
+  if (is_narrow_int(self.scalar_type())) {  // uint8 / int16: on the int32 copy, values narrowed back
+    if (!allocate) check_out_dtype(values, self.scalar_type(), op.name());
+    Tensor wide, wide_indices;
+    with_indices(op, which, self.to(at::kInt), dim, keepdim, fn, wide, wide_indices, true);
+    if (allocate) {
+      values = wide.to(self.scalar_type());
+      indices = wide_indices;
+    } else {
+      write_out(wide, values, op.name());
+      write_out(wide_indices, indices, op.name());
+    }
+    return;
+  }
   check_reducible(self.scalar_type(), op.name());
   const std::vector<int> dims = one_dim(self, dim, op.name());
   if (!allocate) {
@@ -395,6 +421,8 @@ std::tuple<Tensor&, Tensor&> min_dim_out(const Tensor& self, std::int64_t dim, b
 
 Tensor& arg_extreme(OpScope& op, mlu::Extreme which, const Tensor& self, c10::optional<std::int64_t> dim, bool keepdim,
                     const char* fn, Tensor& out, bool allocate) {
+  if (is_narrow_int(self.scalar_type()))  // uint8 / int16: the int32 copy orders the same
+    return arg_extreme(op, which, self.to(at::kInt), dim, keepdim, fn, out, allocate);
   check_reducible(self.scalar_type(), op.name());
   if (!allocate) check_out_dtype(out, at::kLong, op.name());
   std::vector<int> dims;

@@ -79,17 +79,25 @@ std::tuple<Tensor, Tensor> sort_along(OpScope& op, const Tensor& self, std::int6
   return {values.movedim(-1, dim), indices.movedim(-1, dim)};
 }
 
+// sort_along for every dtype sort takes: uint8 / int16 sort as their int32 copy (the same order),
+// the values narrowed back.
+std::tuple<Tensor, Tensor> sort_any(OpScope& op, const Tensor& self, int64_t dim, bool descending) {
+  if (!is_narrow_int(self.scalar_type())) return sort_along(op, self, dim, descending);
+  auto [v, i] = sort_along(op, self.to(at::kInt), dim, descending);
+  return {v.to(self.scalar_type()), i};
+}
+
 std::tuple<Tensor, Tensor> mlu_sort_stable(const Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
                                            bool descending) {
   OpScope op("aten::sort", self);
-  return sort_along(op, self, dim, descending);
+  return sort_any(op, self, dim, descending);
 }
-std::tuple<Tensor&, Tensor&> mlu_sort_values_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
+std::tuple<Tensor&, Tensor&> mlu_sort_values_stable(const Tensor& self, std::optional<bool> /*stable: always*/, int64_t dim,
                                                     bool descending, Tensor& values, Tensor& indices) {
   OpScope op("aten::sort", self);
   check_out_dtype(values, self.scalar_type(), op.name());
   check_out_dtype(indices, at::kLong, op.name());
-  auto [v, i] = sort_along(op, self, dim, descending);
+  auto [v, i] = sort_any(op, self, dim, descending);
   write_out(v, values, op.name());
   write_out(i, indices, op.name());
   return {values, indices};
@@ -103,7 +111,7 @@ std::tuple<Tensor, Tensor> mlu_topk(const Tensor& self, c10::SymInt k_sym, int64
   const int64_t d = wrap_dim(dim, self.dim(), op.name());
   const int64_t size = self.dim() == 0 ? 1 : self.size(d);
   TORCH_CHECK_INDEX(k >= 0 && k <= size, "selected index k out of range");
-  auto [v, i] = sort_along(op, self, d, largest);
+  auto [v, i] = sort_any(op, self, d, largest);
   if (self.dim() == 0) return {v, i};
   return {v.narrow(d, 0, k).contiguous(), i.narrow(d, 0, k).contiguous()};
 }
