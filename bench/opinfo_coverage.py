@@ -425,99 +425,122 @@ class Runner:
         except Exception:
             return False
 
-    def run(self, key):
-        """{"class", "message", "samples", "values_compared", "restart"} for the op `key`."""
-        import itertools
+    def _guarded(self, body):
+        """The result of body(result, where) for one op, under the per-op alarm: the outcome
+        handling run() and run_grad() share. `where` (stage, sample; grad: the phase too) names the run a
+        timeout interrupted; after any outcome the worker is replaced if the device cannot sync."""
         import signal
 
-        torch = self.torch
-        op = self.ops[key]
         result = {"class": "pass", "message": "", "samples": 0, "values_compared": True,
                   "restart": False}
+        where = {"stage": "cpu", "grad": False, "sample": 0}
 
         def on_alarm(signum, frame):
             raise OpTimeout()
 
         signal.signal(signal.SIGALRM, on_alarm)
         signal.alarm(self.limit)
-        stage = "cpu"
         try:
-            try:
-                samples = list(itertools.islice(op.sample_inputs("cpu", self.dtype), self.samples))
-            except Exception as exc:
-                result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
-                return result
-            if not samples:
-                result.update({"class": "cpu_error", "message": f"no {self.dtype} sample inputs"})
-                return result
-            for index, sample in enumerate(samples):
-                original = (sample.input, sample.args, sample.kwargs)
-                # Copies first: an op may write into its inputs (resize_, embedding's max_norm).
-                stage = "cpu"
-                cpu_args = self.clone(original)
-                try:
-                    torch.manual_seed(0)
-                    ref = self._call(op, cpu_args)
-                    # Determinism check: the same sample under other seeds. An op that OpInfo
-                    # marks random (wrapper_set_seed) gets several tries, since a random result
-                    # can repeat by chance (dropout3d drops 1 of 5 channels: 1 in 32).
-                    values = op.name not in UNINITIALISED
-                    with self._unseeded(op) as random_op:
-                        for seed in range(1, 5 if random_op else 2):
-                            if not values:
-                                break
-                            torch.manual_seed(seed)
-                            values = self._same(ref, self._call(op, self.clone(original)))
-                except Exception as exc:
-                    result.update({"class": "cpu_error", "message": f"sample {index}: " + _first_line(exc)})
-                    return result
-                result["values_compared"] = result["values_compared"] and values
-                stage = "device"
-                try:
-                    try:
-                        torch.manual_seed(0)
-                        out = self.to_cpu(self._call(op, self.device_args(original, True)))
-                    except RuntimeError as exc:
-                        if "to be on cpu" not in str(exc):
-                            raise
-                        torch.manual_seed(0)
-                        out = self.to_cpu(self._call(op, self.device_args(original, False)))
-                    torch.mlu.synchronize()
-                except NotImplementedError as exc:
-                    result.update({"class": "not_implemented", "message": f"sample {index}: " + _first_line(exc)})
-                    return result
-                except Exception as exc:
-                    cls = "not_implemented" if "has no kernel" in str(exc) else "error"
-                    result.update({"class": cls, "message": f"sample {index}: " + _first_line(exc)})
-                    result["restart"] = not self._sync_ok()
-                    return result
-                stage = "compare"
-                # OpInfo's output_process_fn_grad on both results, as test_ops.py test_compare_cpu
-                # does: linalg ops whose outputs are unique only up to sign (svd's U and V, eigh's
-                # vectors) are compared through it (|U|, U @ Vh, ...).
-                process = sample.output_process_fn_grad
-                out, ref = process(out), process(ref)
-                out = self._as_cpu_dtypes(key, out, ref)
-                mismatch = self.compare(out, ref, values)
-                if mismatch is not None and values and self._same_tie_order_free(op, original, out, ref):
-                    mismatch = None
-                if mismatch is not None and values and self.closer_than_cpu(op, original, out, ref, process):
-                    mismatch = None
-                    result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
-                if mismatch is not None:
-                    result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
-                    return result
-                result["samples"] = index + 1
-            return result
+            return body(result, where)
         except OpTimeout:
+            run = where["stage"] + (" " + self.phase if where["grad"] else "")
             result.update({"class": "timeout",
-                           "message": f"over {self.limit} s (in the {stage} run of sample {result['samples']})"})
+                           "message": f"over {self.limit} s (in the {run} run of sample {where['sample']})"})
             result["restart"] = not self._sync_ok()
             return result
         finally:
             signal.alarm(0)
             if not result["restart"]:
                 result["restart"] = not self._sync_ok()
+
+    def _first_samples(self, op, result, **kwargs):
+        """The op's first --samples CPU sample inputs, or None with `result` marked cpu_error."""
+        import itertools
+
+        try:
+            samples = list(itertools.islice(op.sample_inputs("cpu", self.dtype, **kwargs), self.samples))
+        except Exception as exc:
+            result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
+            return None
+        if not samples:
+            result.update({"class": "cpu_error", "message": f"no {self.dtype} sample inputs"})
+            return None
+        return samples
+
+    def _device_failure(self, result, exc, label):
+        """`result` for a device run that raised: not_implemented for NotImplementedError and
+        "has no kernel", otherwise error (and a worker restart if the device cannot sync)."""
+        if isinstance(exc, NotImplementedError):
+            result.update({"class": "not_implemented", "message": f"{label}: " + _first_line(exc)})
+            return result
+        cls = "not_implemented" if "has no kernel" in str(exc) else "error"
+        result.update({"class": cls, "message": f"{label}: " + _first_line(exc)})
+        result["restart"] = not self._sync_ok()
+        return result
+
+    def run(self, key):
+        """{"class", "message", "samples", "values_compared", "restart"} for the op `key`."""
+        return self._guarded(lambda result, where: self._run_forward(key, result, where))
+
+    def _run_forward(self, key, result, where):
+        torch = self.torch
+        op = self.ops[key]
+        samples = self._first_samples(op, result)
+        if samples is None:
+            return result
+        for index, sample in enumerate(samples):
+            original = (sample.input, sample.args, sample.kwargs)
+            where.update(stage="cpu", sample=index)
+            # Copies first: an op may write into its inputs (resize_, embedding's max_norm).
+            cpu_args = self.clone(original)
+            try:
+                torch.manual_seed(0)
+                ref = self._call(op, cpu_args)
+                # Determinism check: the same sample under other seeds. An op that OpInfo
+                # marks random (wrapper_set_seed) gets several tries, since a random result
+                # can repeat by chance (dropout3d drops 1 of 5 channels: 1 in 32).
+                values = op.name not in UNINITIALISED
+                with self._unseeded(op) as random_op:
+                    for seed in range(1, 5 if random_op else 2):
+                        if not values:
+                            break
+                        torch.manual_seed(seed)
+                        values = self._same(ref, self._call(op, self.clone(original)))
+            except Exception as exc:
+                result.update({"class": "cpu_error", "message": f"sample {index}: " + _first_line(exc)})
+                return result
+            result["values_compared"] = result["values_compared"] and values
+            where["stage"] = "device"
+            try:
+                try:
+                    torch.manual_seed(0)
+                    out = self.to_cpu(self._call(op, self.device_args(original, True)))
+                except RuntimeError as exc:
+                    if "to be on cpu" not in str(exc):
+                        raise
+                    torch.manual_seed(0)
+                    out = self.to_cpu(self._call(op, self.device_args(original, False)))
+                torch.mlu.synchronize()
+            except Exception as exc:
+                return self._device_failure(result, exc, f"sample {index}")
+            where["stage"] = "compare"
+            # OpInfo's output_process_fn_grad on both results, as test_ops.py test_compare_cpu
+            # does: linalg ops whose outputs are unique only up to sign (svd's U and V, eigh's
+            # vectors) are compared through it (|U|, U @ Vh, ...).
+            process = sample.output_process_fn_grad
+            out, ref = process(out), process(ref)
+            out = self._as_cpu_dtypes(key, out, ref)
+            mismatch = self.compare(out, ref, values)
+            if mismatch is not None and values and self._same_tie_order_free(op, original, out, ref):
+                mismatch = None
+            if mismatch is not None and values and self.closer_than_cpu(op, original, out, ref, process):
+                mismatch = None
+                result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
+            if mismatch is not None:
+                result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
+                return result
+            result["samples"] = index + 1
+        return result
 
     # --- gradients (--grad) ------------------------------------------------------------------
 
@@ -634,16 +657,11 @@ class Runner:
 
     def run_grad(self, key):
         """run() for --grad: the op's float32 gradients on the device against the CPU's."""
-        import itertools
-        import signal
+        return self._guarded(lambda result, where: self._run_gradients(key, result, where))
 
+    def _run_gradients(self, key, result, where):
         torch = self.torch
         op = self.ops[key]
-        result = {"class": "pass", "message": "", "samples": 0, "values_compared": True,
-                  "restart": False}
-
-        def on_alarm(signum, frame):
-            raise OpTimeout()
 
         def on_cpu(t):
             return t.clone()
@@ -654,105 +672,78 @@ class Runner:
         def device_fn(d):
             return self.dev if torch.device(d).type == "cpu" else d
 
-        signal.signal(signal.SIGALRM, on_alarm)
-        signal.alarm(self.limit)
-        stage = "cpu"
         self.phase = "forward"
-        current = 0
-        try:
+        where["grad"] = True
+        samples = self._first_samples(op, result, requires_grad=True)
+        if samples is None:
+            return result
+        for index, sample in enumerate(samples):
+            original = (sample.input, sample.args, sample.kwargs)
+            process = sample.output_process_fn_grad
+            where.update(stage="cpu", sample=index)
             try:
-                samples = list(itertools.islice(op.sample_inputs("cpu", self.dtype, requires_grad=True),
-                                                self.samples))
+                args, leaves, names = self._grad_leaves(original, on_cpu)
+                torch.manual_seed(0)
+                ref, mask, cotangents = self._backward(op, args, leaves, process, seed=index)
+                if ref is None:
+                    continue  # nothing differentiable in this sample
+                # Determinism check, as run()'s: gradients of random ops (dropout's mask) differ
+                # under another seed and are compared by shape only.
+                values = op.name not in UNINITIALISED
+                with self._unseeded(op) as random_op:
+                    for seed in range(1, 5 if random_op else 2):
+                        if not values:
+                            break
+                        again, again_leaves, _ = self._grad_leaves(original, on_cpu)
+                        torch.manual_seed(seed)
+                        values = self._same(ref, self._backward(op, again, again_leaves, process,
+                                                                cotangents=cotangents, mask=mask)[0])
             except Exception as exc:
-                result.update({"class": "cpu_error", "message": "sample_inputs: " + _first_line(exc)})
+                result.update({"class": "cpu_error",
+                               "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
                 return result
-            if not samples:
-                result.update({"class": "cpu_error", "message": f"no {self.dtype} sample inputs"})
-                return result
-            for index, sample in enumerate(samples):
-                current = index
-                original = (sample.input, sample.args, sample.kwargs)
-                process = sample.output_process_fn_grad
-                stage = "cpu"
+            result["values_compared"] = result["values_compared"] and values
+            where["stage"] = "device"
+            try:
                 try:
-                    args, leaves, names = self._grad_leaves(original, on_cpu)
+                    args, leaves, _ = self._grad_leaves(original, on_device, device_fn)
                     torch.manual_seed(0)
-                    ref, mask, cotangents = self._backward(op, args, leaves, process, seed=index)
-                    if ref is None:
-                        continue  # nothing differentiable in this sample
-                    # Determinism check, as run()'s: gradients of random ops (dropout's mask) differ
-                    # under another seed and are compared by shape only.
-                    values = op.name not in UNINITIALISED
-                    with self._unseeded(op) as random_op:
-                        for seed in range(1, 5 if random_op else 2):
-                            if not values:
-                                break
-                            again, again_leaves, _ = self._grad_leaves(original, on_cpu)
-                            torch.manual_seed(seed)
-                            values = self._same(ref, self._backward(op, again, again_leaves, process,
-                                                                    cotangents=cotangents, mask=mask)[0])
-                except Exception as exc:
-                    result.update({"class": "cpu_error",
-                                   "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
-                    return result
-                result["values_compared"] = result["values_compared"] and values
-                stage = "device"
-                try:
-                    try:
-                        args, leaves, _ = self._grad_leaves(original, on_device, device_fn)
-                        torch.manual_seed(0)
-                        out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
-                    except RuntimeError as exc:
-                        if "to be on cpu" not in str(exc):
-                            raise
-                        args, leaves, _ = self._grad_leaves(original, on_device, device_fn, move_args=on_cpu)
-                        torch.manual_seed(0)
-                        out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
-                    torch.mlu.synchronize()
-                except GradStructure as exc:
-                    result.update({"class": "wrong", "message": f"sample {index}: {exc}"})
-                    return result
-                except NotImplementedError as exc:
-                    result.update({"class": "not_implemented",
-                                   "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
-                    return result
-                except Exception as exc:
-                    cls = "not_implemented" if "has no kernel" in str(exc) else "error"
-                    result.update({"class": cls, "message": f"sample {index} ({self.phase}): " + _first_line(exc)})
-                    result["restart"] = not self._sync_ok()
-                    return result
-                stage = "compare"
-                # A gradient that is None on one side only (an input that one implementation does
-                # not use) is compared as zeros, as gradcheck treats None.
-                out = [torch.zeros_like(r) if o is None and r is not None else o for o, r in zip(out, ref)]
-                ref_z = [torch.zeros_like(o) if r is None and o is not None else r for o, r in zip(out, ref)]
+                    out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
+                except RuntimeError as exc:
+                    if "to be on cpu" not in str(exc):
+                        raise
+                    args, leaves, _ = self._grad_leaves(original, on_device, device_fn, move_args=on_cpu)
+                    torch.manual_seed(0)
+                    out = self._backward(op, args, leaves, process, cotangents=cotangents, mask=mask)[0]
+                torch.mlu.synchronize()
+            except GradStructure as exc:
+                result.update({"class": "wrong", "message": f"sample {index}: {exc}"})
+                return result
+            except Exception as exc:
+                return self._device_failure(result, exc, f"sample {index} ({self.phase})")
+            where["stage"] = "compare"
+            # A gradient that is None on one side only (an input that one implementation does
+            # not use) is compared as zeros, as gradcheck treats None.
+            out = [torch.zeros_like(r) if o is None and r is not None else o for o, r in zip(out, ref)]
+            ref_z = [torch.zeros_like(o) if r is None and o is not None else r for o, r in zip(out, ref)]
+            mismatch = None
+            for name, o, r in zip(names, out, ref_z):
+                m = self.compare(o, r, values)
+                if m is not None:
+                    mismatch = f"grad of {name}: {m}"
+                    break
+            if mismatch is not None and values and self._grads_closer(op, original, process, cotangents, mask,
+                                                                      out, ref_z):
                 mismatch = None
-                for name, o, r in zip(names, out, ref_z):
-                    m = self.compare(o, r, values)
-                    if m is not None:
-                        mismatch = f"grad of {name}: {m}"
-                        break
-                if mismatch is not None and values and self._grads_closer(op, original, process, cotangents, mask,
-                                                                          out, ref_z):
-                    mismatch = None
-                    result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
-                if mismatch is not None:
-                    result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
-                    return result
-                result["samples"] += 1
-            if result["samples"] == 0:
-                result.update({"class": "no_grad", "message": f"none of the first {len(samples)} samples has a "
-                               "floating-point output that requires grad and an input that requires grad"})
-            return result
-        except OpTimeout:
-            result.update({"class": "timeout",
-                           "message": f"over {self.limit} s (in the {stage} {self.phase} run of sample {current})"})
-            result["restart"] = not self._sync_ok()
-            return result
-        finally:
-            signal.alarm(0)
-            if not result["restart"]:
-                result["restart"] = not self._sync_ok()
+                result["closer_than_cpu"] = result.get("closer_than_cpu", []) + [index]
+            if mismatch is not None:
+                result.update({"class": "wrong", "message": f"sample {index}: {mismatch}"})
+                return result
+            result["samples"] += 1
+        if result["samples"] == 0:
+            result.update({"class": "no_grad", "message": f"none of the first {len(samples)} samples has a "
+                           "floating-point output that requires grad and an input that requires grad"})
+        return result
 
 
 def worker_main(conn, samples, limit, dtype_name, log_path, grad=False):
