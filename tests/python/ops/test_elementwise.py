@@ -720,8 +720,8 @@ def test_errors_name_the_op_and_keep_the_device_usable(dev):
     torch.testing.assert_close(mixed.cpu(), torch.full((3,), 0.25))
     with pytest.raises(ValueError, match=r"aten::add\.Tensor: .*float32"):
         torch.full((3,), 1e300, dtype=torch.float64, device=dev) + torch.ones(3, dtype=torch.float64, device=dev)
-    with pytest.raises(NotImplementedError, match=r"aten::floor_divide: dtype Short is not supported on device mlu"):
-        torch.ones(3, dtype=torch.int16, device=dev) // 2
+    with pytest.raises(NotImplementedError, match=r"aten::sqrt: dtype ComplexFloat is not supported on device mlu"):
+        torch.ones(3, dtype=torch.complex64, device=dev).sqrt()
     with pytest.raises(RuntimeError, match=r"aten::add_\.Tensor: unsupported operation: some elements of the input"):
         x = torch.arange(5.0).to(dev)
         x[1:].add_(x[:-1])
@@ -978,7 +978,8 @@ def test_where_on_float64_selects_exact_bits(dev):
 def test_narrow_integers_compute_in_int32_lanes(dev, dtype):
     """uint8 / int16 (not libmlu dtypes) compute on int32 copies, narrowed back as torch wraps:
     arithmetic, host scalars cast to the dtype first (x > 300 on uint8 compares with 44),
-    comparisons, unary ops, clamp, masked_fill, reductions, sort / topk."""
+    comparisons, unary ops, clamp, masked_fill, floor_divide / remainder / fmod, reductions,
+    sort / topk."""
     g = torch.Generator().manual_seed(7)
     lo, hi = (0, 256) if dtype == torch.uint8 else (-30000, 30000)
     a = torch.randint(lo, hi, (3, 5), generator=g).to(dtype)
@@ -995,6 +996,7 @@ def test_narrow_integers_compute_in_int32_lanes(dev, dtype):
         "amax": lambda x, y: x.amax(1),
         "max_dim": lambda x, y: x.max(1), "argmin": lambda x, y: x.argmin(), "sort": lambda x, y: x.sort(1),
         "topk": lambda x, y: x.topk(2, 1), "mixed_int8": lambda x, y: x + y.to(torch.int8),
+        "floor_divide": lambda x, y: x // (y % 7 + 1), "remainder": lambda x, y: x % 13, "fmod": lambda x, y: x.fmod(5),
     }
     for name, fn in cases.items():
         want, got = fn(a, b), fn(ad, bd)

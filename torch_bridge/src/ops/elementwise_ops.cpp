@@ -355,18 +355,12 @@ void binary_kernel(OpScope& op, BinaryOp bop, const Operand& a, const Operand& b
 // its int32 result is narrowed back to torch's dtype (modular, as torch wraps). Exact for the ops
 // routed here: add/sub/mul are modular, max/min and comparisons order the widened values as the
 // narrow ones, true division and floating unary ops compute from the exact values, neg/abs wrap.
-// A host scalar takes the narrow dtype first, as TensorIterator casts it (x > 300 on uint8
-// compares with 44).
+// A host scalar takes the narrow dtype first (widened(), op_support.h).
 
 bool has_narrow_int(std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors)
     if (t && t->defined() && !is_cpu_scalar(*t) && is_narrow_int(t->scalar_type())) return true;
   return false;
-}
-
-Tensor widened(const Tensor& t, ScalarType common) {
-  if (is_cpu_scalar(t)) return is_narrow_int(common) ? t.to(common) : t;
-  return is_narrow_int(t.scalar_type()) ? t.to(at::kInt) : t;
 }
 
 // The widened op's result as torch's result dtype `want` (an int32 result narrowed), delivered

@@ -86,6 +86,11 @@ mlu::DType mlu_dtype(at::ScalarType t, const char* op) {
                               "float64 for copies)");
 }
 
+at::Tensor widened(const at::Tensor& t, at::ScalarType common) {
+  if (t.device().is_cpu() && t.dim() == 0) return is_narrow_int(common) ? t.to(common).to(at::kInt) : t;
+  return is_narrow_int(t.scalar_type()) ? t.to(at::kInt) : t;
+}
+
 mlu::TensorDesc moved_desc(const at::Tensor& t, const char* op) {
   return t.scalar_type() == at::kByte ? desc_as(t, mlu::DType::kInt8, op) : desc(t, op);
 }

@@ -37,6 +37,10 @@ bool has_mlu_dtype(at::ScalarType t);
 // uint8 and int16: integer dtypes libmlu lacks, which ops compute on int32 copies and narrow back
 // (modular, as torch wraps); elementwise_ops.cpp and reduce_ops.cpp say which ops and why exact.
 inline bool is_narrow_int(at::ScalarType t) { return t == at::kByte || t == at::kShort; }
+// An operand of an op computing torch's result dtype `common` in int32 lanes: a uint8 / int16
+// device tensor as its int32 copy; a CPU scalar cast to `common` first, as TensorIterator casts
+// it (x > 300 on uint8 compares with 44), then held as int32; anything else unchanged.
+at::Tensor widened(const at::Tensor& t, at::ScalarType common);
 
 // The descriptor of `t` (its dtype, sizes and strides, in elements). A negative stride or a
 // dtype libmlu lacks raises, naming `op`. Layout kNCHW is for conv/pool/batch norm 4-d tensors.

@@ -664,13 +664,17 @@ std::string rounded_quotient_statements(Rounding mode, const std::string& limit)
 }
 std::string quotient_limit(at::ScalarType t) { return t == at::kHalf ? "1024.0" : "8388608.0"; }
 
+// uint8 / int16 (not libmlu dtypes): the int32 copies' quotient or remainder, narrowed back (in
+// range, but for the wrap torch has too: int16 -32768 // -1).
 Tensor rounded_div(const char* name, const Tensor& a, const Tensor& b, Rounding mode) {
   const at::ScalarType rt = at::result_type(a, b);
+  if (is_narrow_int(rt)) return rounded_div(name, widened(a, rt), widened(b, rt), mode).to(rt);
   return program(name, {a, b}, rounded_quotient_statements(mode, quotient_limit(rt)) + "cast(k, " + dtype_text(rt, name) + ")");
 }
 // a - b * rounded(a / b): fmod (trunc, the sign of a) and remainder (floor, the sign of b).
 Tensor rounded_mod(const char* name, const Tensor& a, const Tensor& b, Rounding mode) {
   const at::ScalarType rt = at::result_type(a, b);
+  if (is_narrow_int(rt)) return rounded_mod(name, widened(a, rt), widened(b, rt), mode).to(rt);
   return program(name, {a, b},
                  rounded_quotient_statements(mode, quotient_limit(rt)) + "cast(sub($0, mul(k, $1)), " +
                      dtype_text(rt, name) + ")");
