@@ -122,7 +122,7 @@ def test_fasterrcnn_mobilenet_v3_inference_and_training_step_match_cpu():
         weights=None, weights_backbone=None, num_classes=5, min_size=128, max_size=128,
         rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=KEEP_ALL, rpn_nms_thresh=1.0,
         box_score_thresh=0.0, box_nms_thresh=1.0, box_detections_per_img=KEEP_ALL,
-        rpn_pre_nms_top_n_train=60, rpn_post_nms_top_n_train=KEEP_ALL, rpn_batch_size_per_image=KEEP_ALL,
+        rpn_pre_nms_top_n_train=60, rpn_post_nms_top_n_train=16, rpn_batch_size_per_image=KEEP_ALL,
         rpn_positive_fraction=1.0, box_batch_size_per_image=KEEP_ALL, box_positive_fraction=1.0)
     dev = _check_inference(cpu)
     assert torch_mlu.cpu_fallback_counts() == {}
