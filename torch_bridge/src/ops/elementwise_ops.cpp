@@ -709,26 +709,21 @@ Tensor where_op(const char* name, const Tensor& cond, const Tensor& self, const 
   const Tensor tc = materialize(op, oc, at::kBool);
   const Tensor ta = materialize(op, oa, common), tb = materialize(op, ob, common);
   run_into(op, out, common, [&](const Tensor& y) {
+    Tensor c = tc, a = ta, b = tb, w = y;
     if (common == at::kDouble) {
       // Selection moves bits: float64 values (which the VFU does not compute) are selected
       // exactly as their two int32 words, the condition broadcast over the word pair.
-      const Tensor wc = tc.unsqueeze(-1);
       const auto as_double = [](const Tensor& t) { return t.scalar_type() == at::kDouble ? t : t.to(at::kDouble); };
-      const Tensor wa = int32_words(as_double(ta)), wb = int32_words(as_double(tb)), wy = int32_words(y);
-      op.check(mlu::where(op.handle(), condition_desc(name, wc, "condition"), wc.data_ptr(), desc(wa, name),
-                          wa.data_ptr(), desc(wb, name), wb.data_ptr(), desc(wy, name), wy.data_ptr()),
-               "where");
-      return;
+      c = tc.unsqueeze(-1);
+      a = int32_words(as_double(ta));
+      b = int32_words(as_double(tb));
+      w = int32_words(y);
     }
-    if (common == at::kByte && ta.scalar_type() == at::kByte && tb.scalar_type() == at::kByte) {
-      // uint8 values are selected as their int8 bytes (a selection converts nothing).
-      op.check(mlu::where(op.handle(), condition_desc(name, tc, "condition"), tc.data_ptr(), moved_desc(ta, name),
-                          ta.data_ptr(), moved_desc(tb, name), tb.data_ptr(), moved_desc(y, name), y.data_ptr()),
-               "where");
-      return;
-    }
-    op.check(mlu::where(op.handle(), condition_desc(name, tc, "condition"), tc.data_ptr(), desc(ta, name), ta.data_ptr(),
-                        desc(tb, name), tb.data_ptr(), desc(y, name), y.data_ptr()),
+    // uint8 values (all three: a selection converts nothing) are selected as their int8 bytes.
+    const bool bytes = common == at::kByte && ta.scalar_type() == at::kByte && tb.scalar_type() == at::kByte;
+    const auto value_desc = [&](const Tensor& t) { return bytes ? moved_desc(t, name) : desc(t, name); };
+    op.check(mlu::where(op.handle(), condition_desc(name, c, "condition"), c.data_ptr(), value_desc(a), a.data_ptr(),
+                        value_desc(b), b.data_ptr(), value_desc(w), w.data_ptr()),
              "where");
   });
   return out;
@@ -747,8 +742,7 @@ Tensor masked_fill_op(const char* name, const Tensor& self, const Tensor& mask, 
                 "tensor with ", value_tensor->dim(), " dimension(s).");
   if (is_narrow_int(self.scalar_type())) {  // filled on the int32 copy (the value checked as the narrow dtype)
     if (value_scalar) scalar_as(*value_scalar, self.scalar_type());
-    const Tensor wide = masked_fill_op(name, self.to(at::kInt), mask, value_scalar,
-                                       value_tensor ? value_tensor : nullptr, Mode::kNew, Tensor());
+    const Tensor wide = masked_fill_op(name, self.to(at::kInt), mask, value_scalar, value_tensor, Mode::kNew, Tensor());
     return narrowed_result(name, wide, self.scalar_type(), mode, given);
   }
   const ScalarType dtype = self.scalar_type();

@@ -170,13 +170,7 @@ Tensor& accumulate(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std
     const Tensor x = self.scalar_type() == at::kDouble ? narrow_float64(self, name) : self;
     Tensor r;
     accumulate(op, rop, x, dims, keepdim, target == at::kDouble ? at::kFloat : target, r, true);
-    if (allocate) {
-      out = r.to(target);
-    } else {
-      prepare_out(out, op.device(), r.sizes(), name);
-      out.copy_(r);
-    }
-    return out;
+    return allocate ? (out = r.to(target)) : write_out(r, out, name);
   }
   check_reducible(self.scalar_type(), name);
   const bool cast = needs_cast(self.scalar_type(), target, !is_mean);
@@ -256,22 +250,16 @@ Tensor& prod_dim_out(const Tensor& self, std::int64_t dim, bool keepdim, c10::op
 
 Tensor& extreme_values(OpScope& op, mlu::ReduceOp rop, const Tensor& self, const std::vector<int>& dims, bool keepdim,
                        const char* fn, Tensor& out, bool allocate) {
-  if (is_narrow_int(self.scalar_type())) {  // uint8 / int16: extremes of the int32 copy, narrowed back
-    Tensor wide;
-    extreme_values(op, rop, self.to(at::kInt), dims, keepdim, fn, wide, true);
-    if (allocate) return out = wide.to(self.scalar_type());
-    TORCH_CHECK(out.scalar_type() == self.scalar_type(), op.name(),
-                ": Expected the dtype for input and out to match, but got ", self.scalar_type(),
-                " for input's dtype and ", out.scalar_type(), " for out's dtype.");
-    prepare_out(out, op.device(), wide.sizes(), op.name());
-    out.copy_(wide);
-    return out;
-  }
-  check_reducible(self.scalar_type(), op.name());
   if (!allocate)
     TORCH_CHECK(out.scalar_type() == self.scalar_type(), op.name(),
                 ": Expected the dtype for input and out to match, but got ", self.scalar_type(),
                 " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  if (is_narrow_int(self.scalar_type())) {  // uint8 / int16: extremes of the int32 copy, narrowed back
+    Tensor wide;
+    extreme_values(op, rop, self.to(at::kInt), dims, keepdim, fn, wide, true);
+    return allocate ? (out = wide.to(self.scalar_type())) : write_out(wide, out, op.name());
+  }
+  check_reducible(self.scalar_type(), op.name());
   check_nonempty_reduction(self, dims, fn);
   const std::vector<std::int64_t> shape = reduced_shape(self, dims, keepdim);
   if (allocate) out = empty_on(op.device(), shape, self.scalar_type());
