@@ -156,6 +156,8 @@ typedef struct mlusimDeviceStats {
   uint64_t host_syncs;             /* blocking calls that waited for this device's work (syncs,
                                     * blocking copies, notifier waits, frees of busy memory) */
   double host_sync_wait_ns;        /* simulated host time those calls spent waiting */
+  uint64_t l2_hit_bytes;           /* of read_bytes[1] (GDRAM), the bytes the L2 served (config key
+                                    * l2.cache); DRAM traffic = read_bytes[1] + write_bytes[1] - this */
 } mlusimDeviceStats_t;
 
 /* Statistics of `device`. cnrtErrorArgsInvalid: stats NULL. cnrtErrorDeviceInvalid: bad device. */
@@ -199,6 +201,7 @@ typedef struct mlusimKernelRecord {
   uint64_t macs_by_dtype[8];
   uint64_t read_bytes[MLUSIM_MEM_LEVEL_COUNT];  /* bytes this kernel read from each memory level */
   uint64_t write_bytes[MLUSIM_MEM_LEVEL_COUNT]; /* and wrote */
+  uint64_t l2_hit_bytes;  /* of read_bytes[1] (GDRAM), the bytes the L2 served (l2.cache) */
 } mlusimKernelRecord_t;
 
 /* Tags the kernels the calling host thread launches from now on: the tag is copied into their

@@ -203,6 +203,7 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t* stats) {
         stats->read_bytes[l] = s.traffic.read_bytes[static_cast<std::size_t>(l)];
         stats->write_bytes[l] = s.traffic.write_bytes[static_cast<std::size_t>(l)];
       }
+      stats->l2_hit_bytes = s.traffic.l2_hit_bytes;
       const sim::EngineSet totals = s.engine_totals();
       for (int e = 0; e < MLUSIM_ENGINE_COUNT; ++e) {
         const sim::EngineCounters& c = totals[static_cast<std::size_t>(e)];
@@ -393,6 +394,7 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
         record->read_bytes[l] = r.traffic.read_bytes[l];
         record->write_bytes[l] = r.traffic.write_bytes[l];
       }
+      record->l2_hit_bytes = r.traffic.l2_hit_bytes;
     });
     if (!found)
       return t.fail(cnrtErrorArgsInvalid, "mlusimGetKernelRecord: index " + std::to_string(index) + " >= record count " +

@@ -1273,6 +1273,11 @@ std::string traffic_section(const json& run) {
     if (std::find(levels.begin(), levels.end(), l) == levels.end()) levels.push_back(l);
   std::vector<std::vector<Cell>> rows;
   for (const std::string& l : levels) {
+    if (l == "L2") {  // GDRAM reads the L2 served (l2.cache), already counted in GDRAM's reads
+      const double hits = num0(traffic[l], "hit_bytes");
+      if (hits > 0) rows.push_back({text_cell("L2 hits (of GDRAM reads)"), bytes_cell(hits), bytes_cell(0), bytes_cell(hits)});
+      continue;
+    }
     const double r = num0(traffic[l], "read_bytes"), w = num0(traffic[l], "write_bytes");
     rows.push_back({text_cell(l), bytes_cell(r), bytes_cell(w), bytes_cell(r + w)});
   }

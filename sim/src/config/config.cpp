@@ -288,6 +288,13 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
              ") must be a multiple of dram.interleave_bytes x dram.channels = " +
              format_bytes(c.dram_interleave_bytes) + " x " + std::to_string(c.dram_channels));
 
+  // The L2's sets are whole: size = sets x ways x line.
+  if (c.l2_cache && (c.l2_bytes == 0 || c.l2_bytes % (std::uint64_t{c.l2_line_bytes} * c.l2_ways) != 0))
+    fail({"l2.cache", "l2.size_bytes", "l2.line_bytes", "l2.ways"},
+         "with l2.cache on, l2.size_bytes (" + format_bytes(c.l2_bytes) +
+             ") must be a nonzero multiple of l2.line_bytes x l2.ways = " + format_bytes(c.l2_line_bytes) + " x " +
+             std::to_string(c.l2_ways));
+
   const struct {
     const TfuArray& array;
     const char* rows;

@@ -289,9 +289,13 @@ void Core::engine_end(Engine e) {
   }
 }
 
-void Core::add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes) {
+void Core::add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes, std::uint64_t l2_hit_bytes) {
   device_.stats.traffic.add(from, to, bytes);
-  if (assignment_.launch) assignment_.launch->record.traffic.add(from, to, bytes);
+  device_.stats.traffic.l2_hit_bytes += l2_hit_bytes;
+  if (assignment_.launch) {
+    assignment_.launch->record.traffic.add(from, to, bytes);
+    assignment_.launch->record.traffic.l2_hit_bytes += l2_hit_bytes;
+  }
 }
 
 void Core::trace_event(Engine e, const std::string& name, Picos start_abs, Picos end_abs) {
@@ -334,7 +338,7 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
   auto staging = std::make_shared<std::vector<std::uint8_t>>(total);
   std::vector<std::uint8_t*> dst_ptrs;
   dst_ptrs.reserve(shape.n1 * shape.n2);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> gdram_segments;
+  GdramSegments gdram_reads, gdram_writes;
   std::uint64_t off = 0;
   for (std::size_t i2 = 0; i2 < shape.n2; ++i2) {
     for (std::size_t i1 = 0; i1 < shape.n1; ++i1) {
@@ -346,8 +350,8 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
       dst_ptrs.push_back(resolve(d, shape.seg_bytes, "memcpy destination"));
       reads.push_back({s.space, s.value, s.value + shape.seg_bytes});
       writes.push_back({d.space, d.value, d.value + shape.seg_bytes});
-      if (s.space == Space::kGdram) gdram_segments.emplace_back(s.value, shape.seg_bytes);
-      if (d.space == Space::kGdram) gdram_segments.emplace_back(d.value, shape.seg_bytes);
+      if (s.space == Space::kGdram) gdram_reads.emplace_back(s.value, shape.seg_bytes);
+      if (d.space == Space::kGdram) gdram_writes.emplace_back(d.value, shape.seg_bytes);
       std::memcpy(staging->data() + off, sp, shape.seg_bytes);
       off += shape.seg_bytes;
     }
@@ -355,12 +359,12 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
   check_hazards(reads, writes, "memcpy");
   if (device_.dma_flip_countdown > 0 && --device_.dma_flip_countdown == 0) (*staging)[total / 2] ^= 1;
 
-  const DmaPlan plan = plan_dma(device_, cluster_, memory_core_, io_dma_, move_dma_, spaces, shape, gdram_segments);
+  const DmaPlan plan = plan_dma(device_, cluster_, memory_core_, io_dma_, move_dma_, spaces, shape, gdram_reads, gdram_writes);
   const Engine engine = plan.engine;
   const std::string label(dev::dir_name(dir));
   const Picos start = device_.now_abs();
   engine_begin(engine);
-  add_traffic(level_of(src.space), level_of(dst.space), total);
+  add_traffic(level_of(src.space), level_of(dst.space), total, plan.l2_hit_bytes);
   const std::size_t seg = shape.seg_bytes;
   // Completion runs in the fabric at the copy's finish time: the data lands, the engine's busy
   // interval closes. The core outlives every copy it issued (the device drains before teardown).

@@ -30,9 +30,9 @@ DirSpaces dir_spaces(dev::Dir d) {
   return {Space::kGdram, Space::kGdram};
 }
 
-DmaPlan plan_dma(const DeviceImpl& device, const Cluster& cluster, bool memory_core, ResourceId io_dma,
-                 ResourceId move_dma, DirSpaces spaces, const dev::CopyShape& shape,
-                 const std::vector<std::pair<std::uint64_t, std::uint64_t>>& gdram_segments) {
+DmaPlan plan_dma(DeviceImpl& device, const Cluster& cluster, bool memory_core, ResourceId io_dma, ResourceId move_dma,
+                 DirSpaces spaces, const dev::CopyShape& shape, const GdramSegments& gdram_reads,
+                 const GdramSegments& gdram_writes) {
   const HardwareConfig& cfg = device.config;
   const int gdram_sides = (spaces.src == Space::kGdram) + (spaces.dst == Space::kGdram);
   const int sram_sides = (spaces.src == Space::kSram) + (spaces.dst == Space::kSram);
@@ -58,15 +58,22 @@ DmaPlan plan_dma(const DeviceImpl& device, const Cluster& cluster, bool memory_c
   }
   double latency_ps = static_cast<double>(latency_cycles) * period_ps(cfg.core_clock_mhz);
   if (gdram_sides > 0) {
-    latency_ps += cfg.dram_latency_ns * 1000.0;
     plan.uses.push_back({device.noc, static_cast<double>(gdram_sides)});
-    // DRAM channels: weight = bytes on the channel / payload bytes (both sides summed).
+    // DRAM channels: weight = DRAM bytes on the channel / payload bytes (both sides summed).
     const double payload = static_cast<double>(shape.total_bytes());
     std::vector<FlowUse> channel_uses;
-    for (const auto& [addr, bytes] : gdram_segments) device.add_dram_uses(addr, bytes, payload, channel_uses);
+    for (const auto& [addr, bytes] : gdram_reads)
+      plan.l2_hit_bytes += device.l2.read(addr, bytes, [&](std::uint64_t miss_addr, std::uint64_t miss_bytes) {
+        device.add_dram_uses(miss_addr, miss_bytes, payload, channel_uses);
+      });
+    for (const auto& [addr, bytes] : gdram_writes) {
+      device.l2.write(addr, bytes);
+      device.add_dram_uses(addr, bytes, payload, channel_uses);
+    }
     std::map<std::uint32_t, double> merged;  // ordered by resource id: deterministic
     for (const FlowUse& u : channel_uses) merged[u.resource] += u.weight;
     for (const auto& [res, w] : merged) plan.uses.push_back({res, w});
+    latency_ps += (channel_uses.empty() ? cfg.l2_hit_latency_ns : cfg.dram_latency_ns) * 1000.0;
   }
   if (sram_sides > 0) {
     latency_ps += static_cast<double>(cfg.sram_latency_cycles) * period_ps(cfg.core_clock_mhz);

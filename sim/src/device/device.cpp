@@ -21,6 +21,7 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
       epoch_ps(epoch),
       log_sink([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
       gdram(cfg.dram_bytes, idx),
+      l2(cfg.l2_cache ? cfg.l2_bytes : 0, cfg.l2_line_bytes, cfg.l2_ways),
       fabric("mlu" + std::to_string(idx)),
       scheduler(*this) {
   for (std::uint32_t c = 0; c < cfg.dram_channels; ++c)
@@ -164,6 +165,10 @@ void DeviceImpl::submit_copy(const HostCopy& copy, std::function<void(Picos)> on
       dst = gdram.backing(copy.device_dst);
       break;
   }
+  // Host-link copies, device-to-device copies and memsets bypass the L2 (they read DRAM) and drop
+  // the lines they write, so a later kernel read of the new bytes misses (memory/l2_cache.h).
+  if (copy.kind == Kind::kHostToDevice || copy.kind == Kind::kDeviceToDevice || copy.kind == Kind::kMemset)
+    l2.invalidate(copy.device_dst, copy.bytes);
   // Sources are read at start (staged), destinations written at completion.
   std::function<void()> land;
   if (copy.kind == Kind::kMemset) {

@@ -12,6 +12,7 @@
 #include "device/scheduler.h"
 #include "fabric/bandwidth_fabric.h"
 #include "memory/gdram.h"
+#include "memory/l2_cache.h"
 #include "mlusim/sim/config.h"
 #include "mlusim/sim/device.h"
 #include "mlusim/sim/stats.h"
@@ -35,6 +36,7 @@ class DeviceImpl {
   std::function<void(const std::string&)> log_sink;
 
   GdramMemory gdram;
+  L2Cache l2;  // disabled (every access misses) unless config.l2_cache
   BandwidthFabric fabric;
   std::vector<ResourceId> dram_channels;
   ResourceId noc{}, host_to_device{}, device_to_host{}, pageable_staging{};

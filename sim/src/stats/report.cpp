@@ -11,10 +11,8 @@
 namespace mlusim::sim {
 namespace {
 
-std::uint64_t gdram_bytes(const TrafficCounters& t) {
-  const auto g = static_cast<std::size_t>(MemLevel::kGdram);
-  return t.read_bytes[g] + t.write_bytes[g];
-}
+// Bytes that crossed the DRAM channels (GDRAM traffic the L2 did not serve).
+std::uint64_t gdram_bytes(const TrafficCounters& t) { return t.dram_bytes(); }
 
 // How many instances of an engine the device has (for utilisation).
 std::uint64_t engine_instances(const HardwareConfig& cfg, Engine e) {

@@ -39,6 +39,7 @@ TrafficCounters& TrafficCounters::operator+=(const TrafficCounters& o) {
     read_bytes[i] += o.read_bytes[i];
     write_bytes[i] += o.write_bytes[i];
   }
+  l2_hit_bytes += o.l2_hit_bytes;
   return *this;
 }
 
@@ -72,6 +73,7 @@ nlohmann::json traffic_json(const TrafficCounters& t) {
     j[std::string(mem_level_name(static_cast<MemLevel>(l)))] = {{"read_bytes", t.read_bytes[l]},
                                                                  {"write_bytes", t.write_bytes[l]}};
   }
+  if (t.l2_hit_bytes > 0) j["L2"] = {{"hit_bytes", t.l2_hit_bytes}};
   return j;
 }
 }  // namespace

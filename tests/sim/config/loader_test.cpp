@@ -263,6 +263,22 @@ TEST(ConfigValidation, WrongTypes) {
   ExpectTinyError("tfu:\n  fold_overlap: 1\n", "tfu.fold_overlap", "expected true or false");
 }
 
+// The L2 hit/miss model needs whole sets: size = sets x ways x line, and a line size that is a
+// power of two. The error names the key that broke the rule.
+TEST(ConfigValidation, L2CacheGeometry) {
+  ExpectTinyError("l2:\n  size_bytes: 100000\n", "l2.size_bytes",
+                  "with l2.cache on, l2.size_bytes (100000 B) must be a nonzero multiple of l2.line_bytes x l2.ways");
+  ExpectTinyError("l2:\n  size_bytes: 0\n", "l2.size_bytes", "must be a nonzero multiple");
+  ExpectTinyError("l2:\n  line_bytes: 96\n", "l2.line_bytes", "must be a power of two");
+  ExpectTinyError("l2:\n  ways: 0\n", "l2.ways", "must be between 1 and 64");
+  // Without the cache the size is only reported: any size, 0 included.
+  EXPECT_EQ(parse_on_tiny("l2:\n  cache: false\n  size_bytes: 100000\n").l2_bytes, 100000u);
+  const HardwareConfig c = parse_on_tiny("l2:\n  ways: 4\n  line_bytes: 64\n");
+  EXPECT_TRUE(c.l2_cache);
+  EXPECT_EQ(c.l2_ways, 4u);
+  EXPECT_EQ(c.l2_line_bytes, 64u);
+}
+
 TEST(ConfigValidation, SizeStringsAreAccepted) {
   const HardwareConfig c = parse_on_tiny("core:\n  nram_bytes: 65536\n  wram_bytes: 1.5 MiB\n"
                                          "cluster:\n  sram_bytes: \"4GiB\"\n");

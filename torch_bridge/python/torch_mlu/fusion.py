@@ -890,11 +890,13 @@ def _first_tensor(value):
 
 def report_totals(rep):
     """A cycle report's (torch_mlu.cycle_report(format="json")) totals: kernel cycles summed,
-    simulated_ns (the epoch's elapsed time), dram_bytes (GDRAM read + written) and kernel_launches."""
+    simulated_ns (the epoch's elapsed time), dram_bytes (GDRAM read + written, less the reads the
+    L2 served: the bytes that crossed the DRAM channels) and kernel_launches."""
     gdram = rep["memory_traffic"].get("GDRAM", {"read_bytes": 0, "write_bytes": 0})
+    l2_hits = rep["memory_traffic"].get("L2", {}).get("hit_bytes", 0)
     return {"cycles": int(sum(k["cycles"] for k in rep["kernels"])),
             "simulated_ns": float(rep["elapsed_ns"]),
-            "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"]),
+            "dram_bytes": int(gdram["read_bytes"] + gdram["write_bytes"] - l2_hits),
             "kernel_launches": int(rep["kernel_launches"])}
 
 

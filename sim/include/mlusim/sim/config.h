@@ -64,9 +64,14 @@ struct HardwareConfig {
   double dram_latency_ns;           // `dram.latency_ns`: first-byte latency of a DRAM access
   std::uint32_t dram_bus_width_bits;  // `dram.bus_width_bits`: reported in device properties
 
-  // --- L2 / NoC: modelled as one shared bandwidth stage between clusters and DRAM ---
-  std::uint64_t l2_bytes;           // `l2.size_bytes`: reported; no hit/miss model
+  // --- L2 / NoC: one shared bandwidth stage between clusters and DRAM, and (l2.cache) a
+  // set-associative LRU tag store that serves kernels' repeated GDRAM reads (memory/l2_cache.h) ---
+  std::uint64_t l2_bytes;           // `l2.size_bytes`: capacity (reported in device properties)
   double noc_bandwidth_gbps;        // `l2.bandwidth_gbps`: aggregate NoC/L2 bandwidth, GB/s
+  bool l2_cache;                    // `l2.cache`: model hits and misses (false: every access goes to DRAM)
+  std::uint32_t l2_line_bytes;      // `l2.line_bytes`: allocation unit
+  std::uint32_t l2_ways;            // `l2.ways`: associativity
+  double l2_hit_latency_ns;         // `l2.hit_latency_ns`: first-byte latency of a DMA that hits entirely
 
   // --- DMA engines ---
   double io_dma_bandwidth_gbps;     // `dma.io_bandwidth_gbps`: one compute core's IO-DMA (off<->on chip)
