@@ -5,7 +5,8 @@
 //   fused_us / unfused_us       simulated span, first kernel start to last kernel end
 //   fused_kcycles / unfused_... that span in core-clock kilocycles
 //   cycle_ratio                 fused / unfused span (below 1: fusion is faster)
-//   fused_dram_mb / unfused_... GDRAM bytes read + written by the kernels (MB)
+//   fused_dram_mb / unfused_... bytes the kernels moved across the DRAM channels (GDRAM read +
+//   written, less the reads the L2 served), MB
 //   dram_ratio                  fused / unfused GDRAM bytes
 //   fused_kernels / unfused_... kernel launches
 // Cases:
@@ -61,7 +62,7 @@ Cost measure(Session& s, const std::function<void()>& ops) {
     check(mlusimGetKernelRecord(0, i, &r), "record");
     if (r.faulted) die(std::string("kernel fault: ") + r.fault);
     first = std::min(first, r.start_ns), last = std::max(last, r.end_ns);
-    c.dram_bytes += r.read_bytes[1] + r.write_bytes[1];
+    c.dram_bytes += r.read_bytes[1] + r.write_bytes[1] - r.l2_hit_bytes;  // DRAM channels only
   }
   c.kernels = after - before;
   c.span_ns = last - first;

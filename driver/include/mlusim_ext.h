@@ -170,6 +170,12 @@ cnrtRet_t mlusimResetStats(int device);
  * one bit flipped; 0 disarms. Proves that an op's results come out of the simulated memories.
  * Thread safety: any thread. cnrtErrorDeviceInvalid: bad device. */
 cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth);
+/* Drops every line of `device`'s L2 cache (config key l2.cache; nothing to drop without it), so the
+ * GDRAM reads that follow miss, as on a cold start; what benchmarks do before timing one op
+ * from a cold cache (as CUDA benchmarks overwrite the L2). Takes effect at the device's current
+ * simulated time: sync the queues first, or work still queued runs with the cold cache. Costs no
+ * simulated time. Thread safety: any thread. cnrtErrorDeviceInvalid: bad device. */
+cnrtRet_t mlusimFlushL2(int device);
 /* Test-only fault injection: the `nth` kernel launched on `device` from now (1 = the next) traps
  * on every core as soon as it runs ("injected kernel fault"), as a faulting kernel would: the
  * fault is reported by the queue's next sync or query as cnrtErrorKernelTrap, with the kernel's

@@ -272,6 +272,13 @@ cnrtRet_t mlusimInjectDmaBitFlip(int device, unsigned long long nth) {
   });
 }
 
+cnrtRet_t mlusimFlushL2(int device) {
+  return with_device("mlusimFlushL2", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>& lk) {
+    rt.run_on_sim(lk, [&] { sim::Simulator::instance().device(device).flush_l2(); });
+    return cnrtSuccess;
+  });
+}
+
 cnrtRet_t mlusimInjectKernelFault(int device, unsigned long long nth) {
   return with_device("mlusimInjectKernelFault", device, [&](Runtime& rt, HostThread&, std::unique_lock<std::mutex>&) {
     rt.device(device).kernel_fault_countdown = nth;

@@ -241,6 +241,8 @@ void Device::submit_copy(const HostCopy& copy, std::function<void(Picos)> on_don
 }
 bool Device::idle() const { return impl_->scheduler.idle() && impl_->copies_in_flight == 0 && impl_->fabric.idle(); }
 void Device::inject_dma_bit_flip(std::uint64_t nth) { impl_->dma_flip_countdown = nth; }
+
+void Device::flush_l2() { impl_->l2.clear(); }
 void Device::set_functional(bool f) { impl_->functional = f; }
 bool Device::functional() const { return impl_->functional; }
 Picos Device::now() const { return impl_->now(); }

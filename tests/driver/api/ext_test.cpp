@@ -167,6 +167,37 @@ TEST_F(ExtTest, MemcpyNoTimeMovesBytesWithoutTime) {
   EXPECT_EQ(mlusimMemcpyNoTime(d, in.data(), 0, cnrtMemcpyHostToDev), cnrtSuccess);
 }
 
+// mlusimFlushL2: a kernel that reads what the previous one read hits in the L2 (tiny inherits
+// l2.cache: true), and reads from DRAM again after the flush: the same cycles as the cold run.
+TEST_F(ExtTest, FlushL2MakesTheNextReadsCold) {
+  const int n = 4096;
+  void* dx = dmalloc(n * sizeof(float));
+  void* dy = dmalloc(n * sizeof(float));
+  upload(dx, std::vector<float>(n, 1.0f));
+  upload(dy, std::vector<float>(n, 1.0f));
+  float a = 3.0f;
+  int count = n;
+  void* args[] = {&dx, &dy, &a, &count};
+  for (int i = 0; i < 3; ++i) {
+    if (i == 2) ASSERT_EQ(mlusimFlushL2(0), cnrtSuccess);
+    ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+    ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
+  }
+  mlusimKernelRecord_t cold, warm, flushed;
+  ASSERT_EQ(mlusimGetKernelRecord(0, 0, &cold), cnrtSuccess);
+  ASSERT_EQ(mlusimGetKernelRecord(0, 1, &warm), cnrtSuccess);
+  ASSERT_EQ(mlusimGetKernelRecord(0, 2, &flushed), cnrtSuccess);
+  EXPECT_EQ(cold.l2_hit_bytes, 0u);
+  EXPECT_EQ(warm.l2_hit_bytes, 2u * n * sizeof(float));  // x and y (written by the first run)
+  EXPECT_LT(warm.cycles, cold.cycles);
+  EXPECT_EQ(flushed.l2_hit_bytes, 0u);
+  EXPECT_EQ(flushed.cycles, cold.cycles);
+  mlusimDeviceStats_t st{};
+  ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+  EXPECT_EQ(st.l2_hit_bytes, warm.l2_hit_bytes);
+  EXPECT_CNRT_ERROR(mlusimFlushL2(7), cnrtErrorDeviceInvalid);
+}
+
 TEST_F(ExtTest, TimingOnlyKeepsCycles) {
   const int n = 4096;
   void* dx = dmalloc(n * sizeof(float));

@@ -103,6 +103,10 @@ class Device {
   // simulated memories: every op test must fail with it armed.
   void inject_dma_bit_flip(std::uint64_t nth);
 
+  // Drops every line of the L2 (l2.cache; no effect without it): the next GDRAM reads miss, as
+  // after a cold start. For benchmarks that time one op from a cold cache.
+  void flush_l2();
+
   // Drains nothing: the owner must have run the simulation until idle(). Makes the device's
   // SystemC threads exit; the next sc_start lets them finish. Safe to destroy afterwards.
   void shutdown();
