@@ -62,7 +62,7 @@ Cost measure(Session& s, const std::function<void()>& ops) {
     check(mlusimGetKernelRecord(0, i, &r), "record");
     if (r.faulted) die(std::string("kernel fault: ") + r.fault);
     first = std::min(first, r.start_ns), last = std::max(last, r.end_ns);
-    c.dram_bytes += r.read_bytes[1] + r.write_bytes[1] - r.l2_hit_bytes;  // DRAM channels only
+    c.dram_bytes += r.dram_bytes;  // across the DRAM channels
   }
   c.kernels = after - before;
   c.span_ns = last - first;

@@ -157,7 +157,11 @@ typedef struct mlusimDeviceStats {
                                     * blocking copies, notifier waits, frees of busy memory) */
   double host_sync_wait_ns;        /* simulated host time those calls spent waiting */
   uint64_t l2_hit_bytes;           /* of read_bytes[1] (GDRAM), the bytes the L2 served (config key
-                                    * l2.cache); DRAM traffic = read_bytes[1] + write_bytes[1] - this */
+                                    * l2.cache) */
+  uint64_t l2_overfetch_bytes;     /* bytes the L2 fetched from DRAM beyond those read (missing lines
+                                    * come whole) */
+  uint64_t dram_bytes;             /* bytes across the DRAM channels: read_bytes[1] + write_bytes[1]
+                                    * - l2_hit_bytes + l2_overfetch_bytes */
 } mlusimDeviceStats_t;
 
 /* Statistics of `device`. cnrtErrorArgsInvalid: stats NULL. cnrtErrorDeviceInvalid: bad device. */
@@ -207,7 +211,9 @@ typedef struct mlusimKernelRecord {
   uint64_t macs_by_dtype[8];
   uint64_t read_bytes[MLUSIM_MEM_LEVEL_COUNT];  /* bytes this kernel read from each memory level */
   uint64_t write_bytes[MLUSIM_MEM_LEVEL_COUNT]; /* and wrote */
-  uint64_t l2_hit_bytes;  /* of read_bytes[1] (GDRAM), the bytes the L2 served (l2.cache) */
+  uint64_t l2_hit_bytes;        /* of read_bytes[1] (GDRAM), the bytes the L2 served (l2.cache) */
+  uint64_t l2_overfetch_bytes;  /* fetched from DRAM beyond those read (as in mlusimDeviceStats_t) */
+  uint64_t dram_bytes;          /* this kernel's bytes across the DRAM channels (as in mlusimDeviceStats_t) */
 } mlusimKernelRecord_t;
 
 /* Tags the kernels the calling host thread launches from now on: the tag is copied into their

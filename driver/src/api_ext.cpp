@@ -204,6 +204,8 @@ cnrtRet_t mlusimGetDeviceStats(int device, mlusimDeviceStats_t* stats) {
         stats->write_bytes[l] = s.traffic.write_bytes[static_cast<std::size_t>(l)];
       }
       stats->l2_hit_bytes = s.traffic.l2_hit_bytes;
+      stats->l2_overfetch_bytes = s.traffic.l2_overfetch_bytes;
+      stats->dram_bytes = s.traffic.dram_bytes();
       const sim::EngineSet totals = s.engine_totals();
       for (int e = 0; e < MLUSIM_ENGINE_COUNT; ++e) {
         const sim::EngineCounters& c = totals[static_cast<std::size_t>(e)];
@@ -402,6 +404,8 @@ cnrtRet_t mlusimGetKernelRecord(int device, size_t index, mlusimKernelRecord_t* 
         record->write_bytes[l] = r.traffic.write_bytes[l];
       }
       record->l2_hit_bytes = r.traffic.l2_hit_bytes;
+      record->l2_overfetch_bytes = r.traffic.l2_overfetch_bytes;
+      record->dram_bytes = r.traffic.dram_bytes();
     });
     if (!found)
       return t.fail(cnrtErrorArgsInvalid, "mlusimGetKernelRecord: index " + std::to_string(index) + " >= record count " +

@@ -51,6 +51,30 @@ def test_cycle_report(dev):
         torch_mlu.cycle_report(format="html")
 
 
+def test_l2_hits_show_in_the_cycle_report_and_flush_l2_makes_them_cold(dev):
+    # tiny inherits mlu370-x4's l2.cache: an op reading what the previous op read (x, 64 KiB,
+    # within the 256 KiB L2) takes it from the L2; after flush_l2 it reads DRAM again.
+    x = torch.randn(16384).to(dev)
+
+    def l2_hits_of_one_add():
+        torch_mlu.synchronize()
+        torch_mlu.reset_stats()
+        x + 1.0
+        torch_mlu.synchronize()
+        report = torch_mlu.cycle_report(format="json")
+        gdram = report["memory_traffic"]["GDRAM"]
+        return report["memory_traffic"]["L2"]["hit_bytes"], gdram["read_bytes"]
+
+    torch_mlu.flush_l2()
+    cold_hits, _ = l2_hits_of_one_add()
+    warm_hits, warm_reads = l2_hits_of_one_add()
+    torch_mlu.flush_l2()
+    flushed_hits, _ = l2_hits_of_one_add()
+    assert cold_hits == 0 and flushed_hits == 0
+    assert x.numel() * 4 <= warm_hits <= warm_reads
+    assert "L2 hits" in torch_mlu.cycle_report()
+
+
 def test_manual_seed_seeds_the_device_generator():
     torch.manual_seed(1234)
     assert torch_mlu.initial_seed() == 1234

@@ -1278,6 +1278,11 @@ std::string traffic_section(const json& run) {
       if (hits > 0) rows.push_back({text_cell("L2 hits (of GDRAM reads)"), bytes_cell(hits), bytes_cell(0), bytes_cell(hits)});
       continue;
     }
+    if (l == "DRAM") {  // what crossed the DRAM channels (the GDRAM traffic the L2 did not serve)
+      const double bytes = num0(traffic[l], "bytes");
+      rows.push_back({text_cell("DRAM channels (reads + writes)"), text_cell(""), text_cell(""), bytes_cell(bytes)});
+      continue;
+    }
     const double r = num0(traffic[l], "read_bytes"), w = num0(traffic[l], "write_bytes");
     rows.push_back({text_cell(l), bytes_cell(r), bytes_cell(w), bytes_cell(r + w)});
   }

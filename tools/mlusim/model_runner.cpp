@@ -338,9 +338,9 @@ RunResult run_model_impl(const RunOptions& o) {
 double gdram_bytes(const nlohmann::json& run_report) {
   const auto& t = run_report["report"]["memory_traffic"];
   if (!t.contains("GDRAM")) return 0;
-  // The bytes that crossed the DRAM channels: GDRAM reads the L2 served (l2.cache) did not.
-  const double l2_hits = t.contains("L2") ? t["L2"].value("hit_bytes", 0.0) : 0.0;
-  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0) - l2_hits;
+  // The bytes that crossed the DRAM channels (GDRAM reads the L2 served did not; l2.cache).
+  if (t.contains("DRAM")) return t["DRAM"].value("bytes", 0.0);
+  return t["GDRAM"].value("read_bytes", 0.0) + t["GDRAM"].value("write_bytes", 0.0);
 }
 
 RunResult run_model(const RunOptions& o) {

@@ -163,7 +163,7 @@ RowResult ValidateRunner::run(const CalibrationRow& row) const {
   s.check_api(mlusimGetDeviceStats(kDevice, &st), "mlusimGetDeviceStats");
   r.tfu_cycles = st.engine_cycles[kTfuEngine];
   r.tfu_intrinsics = st.engine_intrinsics[kTfuEngine];
-  r.dram_bytes = st.read_bytes[kGdram] + st.write_bytes[kGdram] - st.l2_hit_bytes;  // DRAM channels only
+  r.dram_bytes = st.dram_bytes;  // across the DRAM channels (L2 hits excluded)
   // Roofline floor from what the op must do (libmlu's op record: MACs and minimum DRAM bytes).
   sim::MacsByDtype macs{};
   std::uint64_t min_bytes = 0;

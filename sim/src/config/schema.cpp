@@ -83,10 +83,12 @@ const std::vector<Field>& schema() {
       {"l2.size_bytes", ValueType::kBytes, "bytes", &HC::l2_bytes, between(0, kOnChipLimit, kOnChipWhy)},
       {"l2.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::noc_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
       // The hit/miss model (memory/l2_cache.h). Off by default: before the keys every preset's L2 was
-      // a bandwidth stage only. Line and ways are typical of GPU/accelerator L2s (128-byte lines,
-      // 16 ways); sizes must give whole sets (checked in config.cpp).
+      // a bandwidth stage only. No MLU publishes its L2 geometry: 64-byte lines are the DRAM burst
+      // of every preset (a miss fetches no more than the DMA's burst rounding already moves, as a
+      // sectored GPU L2 fetches 32-byte sectors of its 128-byte lines), 16 ways are typical; sizes
+      // must give whole sets (checked in config.cpp).
       {"l2.cache", ValueType::kBool, "", &HC::l2_cache, any_value(), "false"},
-      {"l2.line_bytes", ValueType::kBytes, "bytes", &HC::l2_line_bytes, power_of_two(16, kMiB), "128"},
+      {"l2.line_bytes", ValueType::kBytes, "bytes", &HC::l2_line_bytes, power_of_two(16, kMiB), "64"},
       {"l2.ways", ValueType::kCount, "ways", &HC::l2_ways, between(1, 64), "16"},
       // 0 = a hit costs only the DMA engine's own latency; presets that enable the cache set it.
       {"l2.hit_latency_ns", ValueType::kReal, "ns", &HC::l2_hit_latency_ns, between(0, kMaxNs, kLatencyWhy), "0"},

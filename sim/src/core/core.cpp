@@ -289,12 +289,13 @@ void Core::engine_end(Engine e) {
   }
 }
 
-void Core::add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes, std::uint64_t l2_hit_bytes) {
-  device_.stats.traffic.add(from, to, bytes);
-  device_.stats.traffic.l2_hit_bytes += l2_hit_bytes;
-  if (assignment_.launch) {
-    assignment_.launch->record.traffic.add(from, to, bytes);
-    assignment_.launch->record.traffic.l2_hit_bytes += l2_hit_bytes;
+void Core::add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes, std::uint64_t l2_hit_bytes,
+                       std::uint64_t l2_overfetch_bytes) {
+  for (TrafficCounters* t : {&device_.stats.traffic, assignment_.launch ? &assignment_.launch->record.traffic : nullptr}) {
+    if (t == nullptr) continue;
+    t->add(from, to, bytes);
+    t->l2_hit_bytes += l2_hit_bytes;
+    t->l2_overfetch_bytes += l2_overfetch_bytes;
   }
 }
 
@@ -364,7 +365,7 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
   const std::string label(dev::dir_name(dir));
   const Picos start = device_.now_abs();
   engine_begin(engine);
-  add_traffic(level_of(src.space), level_of(dst.space), total, plan.l2_hit_bytes);
+  add_traffic(level_of(src.space), level_of(dst.space), total, plan.l2_hit_bytes, plan.l2_overfetch_bytes);
   const std::size_t seg = shape.seg_bytes;
   // Completion runs in the fabric at the copy's finish time: the data lands, the engine's busy
   // interval closes. The core outlives every copy it issued (the device drains before teardown).

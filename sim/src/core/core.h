@@ -117,7 +117,8 @@ class Core {
   void engine_begin(Engine e);
   void engine_end(Engine e);
   EngineCounters& counters(Engine e);
-  void add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes, std::uint64_t l2_hit_bytes = 0);
+  void add_traffic(MemLevel from, MemLevel to, std::uint64_t bytes, std::uint64_t l2_hit_bytes = 0,
+                   std::uint64_t l2_overfetch_bytes = 0);
   void trace_event(Engine e, const std::string& name, Picos start_abs, Picos end_abs);
 
   DeviceImpl& device_;

@@ -62,10 +62,13 @@ DmaPlan plan_dma(DeviceImpl& device, const Cluster& cluster, bool memory_core, R
     // DRAM channels: weight = DRAM bytes on the channel / payload bytes (both sides summed).
     const double payload = static_cast<double>(shape.total_bytes());
     std::vector<FlowUse> channel_uses;
-    for (const auto& [addr, bytes] : gdram_reads)
-      plan.l2_hit_bytes += device.l2.read(addr, bytes, [&](std::uint64_t miss_addr, std::uint64_t miss_bytes) {
+    for (const auto& [addr, bytes] : gdram_reads) {
+      const L2Cache::ReadResult r = device.l2.read(addr, bytes, [&](std::uint64_t miss_addr, std::uint64_t miss_bytes) {
         device.add_dram_uses(miss_addr, miss_bytes, payload, channel_uses);
       });
+      plan.l2_hit_bytes += r.hit_bytes;
+      plan.l2_overfetch_bytes += r.fill_bytes - (bytes - r.hit_bytes);
+    }
     for (const auto& [addr, bytes] : gdram_writes) {
       device.l2.write(addr, bytes);
       device.add_dram_uses(addr, bytes, payload, channel_uses);

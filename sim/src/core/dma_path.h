@@ -13,7 +13,7 @@
 //                     + each DRAM channel, weighted by the share of DRAM bytes that fall in it
 //                       (addresses interleave every dram.interleave_bytes; GDRAM->GDRAM counts
 //                       both the read and the write side); DRAM bytes = GDRAM bytes written +
-//                       GDRAM bytes read that miss in the L2 (all of them without l2.cache)
+//                       the whole L2 lines the read misses (the bytes read, without l2.cache)
 //                     + the NoC/L2 stage (weight 1 per GDRAM side: hits cross it too)
 //                     + the cluster's SRAM port (weight 1 per SRAM side).
 // The L2 lookup (memory/l2_cache.h) happens when the copy is planned, i.e. issued: reads allocate
@@ -48,7 +48,8 @@ struct DmaPlan {
   double effective_bytes = 0;
   Picos latency_ps = 0;
   std::vector<FlowUse> uses;
-  std::uint64_t l2_hit_bytes = 0;  // payload bytes of GDRAM reads the L2 served
+  std::uint64_t l2_hit_bytes = 0;        // payload bytes of GDRAM reads the L2 served
+  std::uint64_t l2_overfetch_bytes = 0;  // bytes of missing lines fetched beyond those read
 };
 
 // (address, bytes) of GDRAM segments.

@@ -35,30 +35,30 @@ bool L2Cache::touch(std::uint64_t line) {
   return false;
 }
 
-std::uint64_t L2Cache::read(std::uint64_t addr, std::uint64_t bytes,
-                            const std::function<void(std::uint64_t, std::uint64_t)>& miss) {
-  if (bytes == 0) return 0;
+L2Cache::ReadResult L2Cache::read(std::uint64_t addr, std::uint64_t bytes,
+                                  const std::function<void(std::uint64_t, std::uint64_t)>& miss) {
+  ReadResult r;
+  if (bytes == 0) return r;
   if (!enabled()) {
     miss(addr, bytes);
-    return 0;
+    r.fill_bytes = bytes;
+    return r;
   }
   const std::uint64_t end = addr + bytes;
-  std::uint64_t hit = 0;
-  std::uint64_t run_start = 0, run_bytes = 0;  // the current run of missing bytes
+  std::uint64_t run_start = 0, run_bytes = 0;  // the current run of missing whole lines
   for (std::uint64_t line = addr / line_bytes_; line * line_bytes_ < end; ++line) {
-    const std::uint64_t lo = std::max(addr, line * line_bytes_);
-    const std::uint64_t n = std::min(end, (line + 1) * line_bytes_) - lo;
     if (touch(line)) {
-      hit += n;
+      r.hit_bytes += std::min(end, (line + 1) * line_bytes_) - std::max(addr, line * line_bytes_);
       if (run_bytes > 0) miss(run_start, run_bytes);
       run_bytes = 0;
     } else {
-      if (run_bytes == 0) run_start = lo;
-      run_bytes += n;
+      if (run_bytes == 0) run_start = line * line_bytes_;
+      run_bytes += line_bytes_;
+      r.fill_bytes += line_bytes_;
     }
   }
   if (run_bytes > 0) miss(run_start, run_bytes);
-  return hit;
+  return r;
 }
 
 void L2Cache::write(std::uint64_t addr, std::uint64_t bytes) {

@@ -5,17 +5,18 @@
 // least-recently-used replacement; line i of the address space maps to set (i mod sets).
 // What a kernel's DMA does with it (core/dma_path.cpp):
 //   * a GDRAM read looks every line it covers up: hit bytes come from the L2 (the NoC/L2 stage
-//     only), miss bytes from the DRAM channels; both kinds of line become most recently used
-//     (a miss allocates the line, evicting its set's least recently used one);
+//     only); a missing line is fetched whole from the DRAM channels (a read that covers part of
+//     a line over-fetches the rest); both kinds of line become most recently used (a miss
+//     allocates the line, evicting its set's least recently used one);
 //   * a GDRAM write allocates its lines too (write-allocate) and still carries all its bytes to
 //     DRAM (write-through: write-back traffic is not deferred to eviction time), so a kernel that
 //     reads what the kernel before it wrote hits while it is resident.
 //   * host-link copies and memsets bypass the L2 and invalidate the lines they write.
 // Approximations: a line is resident from the moment the DMA that brings it is issued, so two
 // cores reading one line at about the same time move its bytes out of DRAM once (what a real L2's
-// miss merging does) and the second read is timed as a hit; no bank conflicts, no partial lines
-// (a line is all or nothing), no coherence traffic with peer chips (a peer copy that lands here
-// does not invalidate).
+// miss merging does) and the second read is timed as a hit; no bank conflicts, no sectored lines
+// (a line is fetched all or nothing), no coherence traffic with peer chips (a peer copy that lands
+// here does not invalidate).
 //
 // Invariants: sets x ways x line_bytes == size_bytes (config validation); a line is in at most
 // one way of its set. Deterministic: the state depends only on the order of accesses.
@@ -34,11 +35,14 @@ class L2Cache {
 
   bool enabled() const { return sets_ > 0; }
 
+  struct ReadResult {
+    std::uint64_t hit_bytes = 0;   // bytes of the range in resident lines
+    std::uint64_t fill_bytes = 0;  // whole missing lines fetched from DRAM (>= the range's missing bytes)
+  };
   // Looks up [addr, addr + bytes) for a read, allocating the lines that miss. Calls
-  // miss(run_addr, run_bytes) for every maximal run of missing bytes (clipped to the range), in
-  // address order, and returns the number of bytes that hit.
-  std::uint64_t read(std::uint64_t addr, std::uint64_t bytes,
-                     const std::function<void(std::uint64_t, std::uint64_t)>& miss);
+  // miss(run_addr, run_bytes) for every maximal run of missing whole lines, in address order.
+  // Without a cache: one call with the range itself (no lines), fill_bytes = bytes.
+  ReadResult read(std::uint64_t addr, std::uint64_t bytes, const std::function<void(std::uint64_t, std::uint64_t)>& miss);
   // Allocates the lines of [addr, addr + bytes) (a kernel's DMA write).
   void write(std::uint64_t addr, std::uint64_t bytes);
   // Drops the lines of [addr, addr + bytes) (written behind the cache's back: host copies).

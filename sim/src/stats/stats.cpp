@@ -40,6 +40,7 @@ TrafficCounters& TrafficCounters::operator+=(const TrafficCounters& o) {
     write_bytes[i] += o.write_bytes[i];
   }
   l2_hit_bytes += o.l2_hit_bytes;
+  l2_overfetch_bytes += o.l2_overfetch_bytes;
   return *this;
 }
 
@@ -73,7 +74,8 @@ nlohmann::json traffic_json(const TrafficCounters& t) {
     j[std::string(mem_level_name(static_cast<MemLevel>(l)))] = {{"read_bytes", t.read_bytes[l]},
                                                                  {"write_bytes", t.write_bytes[l]}};
   }
-  if (t.l2_hit_bytes > 0) j["L2"] = {{"hit_bytes", t.l2_hit_bytes}};
+  if (t.l2_hit_bytes > 0 || t.l2_overfetch_bytes > 0)
+    j["L2"] = {{"hit_bytes", t.l2_hit_bytes}, {"overfetch_bytes", t.l2_overfetch_bytes}};
   return j;
 }
 }  // namespace

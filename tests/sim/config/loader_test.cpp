@@ -273,10 +273,10 @@ TEST(ConfigValidation, L2CacheGeometry) {
   ExpectTinyError("l2:\n  ways: 0\n", "l2.ways", "must be between 1 and 64");
   // Without the cache the size is only reported: any size, 0 included.
   EXPECT_EQ(parse_on_tiny("l2:\n  cache: false\n  size_bytes: 100000\n").l2_bytes, 100000u);
-  const HardwareConfig c = parse_on_tiny("l2:\n  ways: 4\n  line_bytes: 64\n");
+  const HardwareConfig c = parse_on_tiny("l2:\n  ways: 4\n  line_bytes: 128\n");
   EXPECT_TRUE(c.l2_cache);
   EXPECT_EQ(c.l2_ways, 4u);
-  EXPECT_EQ(c.l2_line_bytes, 64u);
+  EXPECT_EQ(c.l2_line_bytes, 128u);
 }
 
 TEST(ConfigValidation, SizeStringsAreAccepted) {

@@ -49,6 +49,22 @@ TEST_F(L2Timing, PartialHitPaysTheDramLatency) {
   EXPECT_EQ(r.traffic.dram_bytes(), 2048u);
 }
 
+// A missing line comes whole from DRAM: a 100-byte read fetches its two 64-byte lines (28 bytes
+// of over-fetch); a read of the rest of the second line then hits.
+TEST_F(L2Timing, MissesFetchWholeLines) {
+  const std::uint64_t src = dmalloc(4096, 1024);
+  const KernelRecord head = run("head", [src] {
+    memcpy(nram_alloc<std::uint8_t>(100), Addr{Space::kGdram, src}, 100, Dir::kGdram2Nram);
+  });
+  EXPECT_EQ(head.traffic.l2_overfetch_bytes, 28u);
+  EXPECT_EQ(head.traffic.dram_bytes(), 128u);
+  const KernelRecord tail = run("tail", [src] {
+    memcpy(nram_alloc<std::uint8_t>(28), Addr{Space::kGdram, src + 100}, 28, Dir::kGdram2Nram);
+  });
+  EXPECT_EQ(tail.traffic.l2_hit_bytes, 28u);
+  EXPECT_EQ(tail.traffic.dram_bytes(), 0u);
+}
+
 // 8 cores reading 16 KiB each. Distinct data (contention_test.cpp): 8 x 16 GB/s share 64 GB/s of
 // DRAM, 2248 ns. The same 16 KiB on every core: core 0's read misses and allocates the lines, the
 // other 7 hit (issued in the same instant: the L2 merges them), so DRAM carries 16 KiB once and the

@@ -12,18 +12,22 @@ namespace {
 
 using Runs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
-// Reads [addr, addr + bytes); returns (hit bytes, the miss runs reported).
+// Reads [addr, addr + bytes); returns (hit bytes, the miss runs reported). Checks that the fill
+// bytes are the runs' total.
 std::pair<std::uint64_t, Runs> read(L2Cache& c, std::uint64_t addr, std::uint64_t bytes) {
   Runs runs;
-  const std::uint64_t hit = c.read(addr, bytes, [&](std::uint64_t a, std::uint64_t n) { runs.emplace_back(a, n); });
-  return {hit, runs};
+  const L2Cache::ReadResult r = c.read(addr, bytes, [&](std::uint64_t a, std::uint64_t n) { runs.emplace_back(a, n); });
+  std::uint64_t filled = 0;
+  for (const auto& run : runs) filled += run.second;
+  EXPECT_EQ(r.fill_bytes, filled);
+  return {r.hit_bytes, runs};
 }
 
 TEST(L2Cache, FirstReadMissesSecondHits) {
   L2Cache c(64 * 1024, 128, 4);  // 128 sets
   auto [hit0, runs0] = read(c, 1000, 5000);
   EXPECT_EQ(hit0, 0u);
-  EXPECT_EQ(runs0, (Runs{{1000, 5000}}));  // one run, clipped to the range, not to lines
+  EXPECT_EQ(runs0, (Runs{{896, 5120}}));  // whole lines 7..46: the over-fetch of the partial ends
   auto [hit1, runs1] = read(c, 1000, 5000);
   EXPECT_EQ(hit1, 5000u);
   EXPECT_TRUE(runs1.empty());
@@ -32,8 +36,8 @@ TEST(L2Cache, FirstReadMissesSecondHits) {
 TEST(L2Cache, PartialOverlapSplitsIntoRuns) {
   L2Cache c(64 * 1024, 128, 4);
   read(c, 1024, 256);  // lines 8 and 9
-  // [896, 1536): line 7 misses, lines 8-9 hit, lines 10-11 miss.
-  auto [hit, runs] = read(c, 896, 640);
+  // [900, 1500): line 7 misses, lines 8-9 hit, lines 10-11 miss (fetched whole).
+  auto [hit, runs] = read(c, 900, 600);
   EXPECT_EQ(hit, 256u);
   EXPECT_EQ(runs, (Runs{{896, 128}, {1280, 256}}));
 }

@@ -222,7 +222,8 @@ from .random import (  # noqa: E402
     get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
     set_rng_state, set_rng_state_all)
 from .sim import (  # noqa: E402
-    config_name, cycle_report, device_stats, inject_kernel_fault, load_config, reset_stats, set_timing_only, trace)
+    config_name, cycle_report, device_stats, flush_l2, inject_kernel_fault, load_config, reset_stats, set_timing_only,
+    trace)
 from .fusion import fuse, fusion_compare, fusion_report  # noqa: E402
 from .compile import compile_compare, compiled_graphs, inductor_kernels, reset_compiled_graphs  # noqa: E402  (registers torch.compile backend "mlu")
 from . import inductor as _inductor  # noqa: E402
@@ -253,7 +254,7 @@ __all__ = [
     "DEVICE_TYPE", "Event", "OutOfMemoryError", "amp", "is_current_stream_capturing", "Notifier", "Queue", "Stream", "StreamContext", "caching_allocator_alloc",
     "caching_allocator_delete", "compare", "config_name", "cpu_fallback_counts", "cpu_fallback_enabled",
     "current_device", "current_queue", "current_stream", "cycle_report", "default_queue", "default_stream",
-    "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "fuse",
+    "device", "device_count", "device_guard", "device_of", "device_stats", "empty_cache", "flush_l2", "fuse",
     "fusion_compare", "fusion_report", "get_allocator_settings", "get_amp_supported_dtype",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
     "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported", "is_initialized",

@@ -154,7 +154,7 @@ ReportData collect(int device) {
       o.cycles += k.cycles;
       o.time_ns += k.end_ns - k.start_ns;
       for (std::size_t d = 0; d < sim::kDTypeCount; ++d) o.macs_by_dtype[d] += k.macs_by_dtype[d];
-      o.dram_bytes += k.read_bytes[1] + k.write_bytes[1] - k.l2_hit_bytes;  // DRAM channels only
+      o.dram_bytes += k.dram_bytes;  // across the DRAM channels (L2 hits excluded)
     }
   }
   {
@@ -294,8 +294,10 @@ std::string format_text(const ReportData& r) {
                   human_bytes(double(s.write_bytes[l])).c_str());
     o << line;
   }
-  if (s.l2_hit_bytes > 0) {  // l2.cache: GDRAM reads the L2 served
+  if (s.l2_hit_bytes > 0) {  // l2.cache: GDRAM reads the L2 served; what crossed the DRAM channels
     std::snprintf(line, sizeof line, "  %-8s %16s %16s\n", "L2 hits", human_bytes(double(s.l2_hit_bytes)).c_str(), "");
+    o << line;
+    std::snprintf(line, sizeof line, "  %-8s %16s %16s\n", "DRAM", human_bytes(double(s.dram_bytes)).c_str(), "(both ways)");
     o << line;
   }
 
@@ -400,7 +402,10 @@ nlohmann::json format_json(const ReportData& r) {
   nlohmann::json traffic = nlohmann::json::object();
   for (int l = 0; l < MLUSIM_MEM_LEVEL_COUNT; ++l)
     traffic[kLevelNames[l]] = {{"read_bytes", s.read_bytes[l]}, {"write_bytes", s.write_bytes[l]}};
-  traffic["L2"] = {{"hit_bytes", s.l2_hit_bytes}};  // of GDRAM's read_bytes, served by the L2 (l2.cache)
+  // l2.cache: of GDRAM's read_bytes, those the L2 served, and what it fetched beyond the bytes read;
+  // dram_bytes: what crossed the DRAM channels.
+  traffic["L2"] = {{"hit_bytes", s.l2_hit_bytes}, {"overfetch_bytes", s.l2_overfetch_bytes}};
+  traffic["DRAM"] = {{"bytes", s.dram_bytes}};
   j["memory_traffic"] = traffic;
   nlohmann::json alloc = nlohmann::json::object();
   for (const auto& [k, v] : r.allocator.flatten()) alloc[k] = v;
@@ -593,7 +598,8 @@ std::vector<std::pair<std::string, double>> device_stats(int device) {
           {"host_write_bytes", double(s.write_bytes[0])},
           {"gdram_read_bytes", double(s.read_bytes[1])},
           {"gdram_write_bytes", double(s.write_bytes[1])},
-          {"l2_hit_bytes", double(s.l2_hit_bytes)}};
+          {"l2_hit_bytes", double(s.l2_hit_bytes)},
+          {"dram_bytes", double(s.dram_bytes)}};
 }
 
 void reset_stats(int device) {
@@ -602,6 +608,12 @@ void reset_stats(int device) {
   check(mlusimResetStats(device), "mlusimResetStats");
   op_table_clear(device);
   reset_cpu_fallback_counts();
+}
+
+void flush_l2(int device) {
+  ensure_started();
+  device = device < 0 ? current_device() : device;
+  check(mlusimFlushL2(device), "mlusimFlushL2");
 }
 
 // ---- internal.h: the op table --------------------------------------------------------------------

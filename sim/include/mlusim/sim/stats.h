@@ -36,12 +36,15 @@ struct EngineCounters {
 struct TrafficCounters {
   std::array<std::uint64_t, kMemLevelCount> read_bytes{};
   std::array<std::uint64_t, kMemLevelCount> write_bytes{};
-  // Of read_bytes[kGdram], the bytes the L2 served (l2.cache; memory/l2_cache.h): they did not
-  // cross the DRAM channels. DRAM traffic = GDRAM reads + writes - l2_hit_bytes (dram_bytes()).
+  // The L2 (l2.cache; memory/l2_cache.h): of read_bytes[kGdram], the bytes it served (they did
+  // not cross the DRAM channels), and the bytes it fetched from DRAM beyond those read (a missing
+  // line comes whole: the rest of partially read lines). DRAM traffic = GDRAM reads + writes -
+  // l2_hit_bytes + l2_overfetch_bytes (dram_bytes()).
   std::uint64_t l2_hit_bytes = 0;
+  std::uint64_t l2_overfetch_bytes = 0;
   std::uint64_t dram_bytes() const {
     return read_bytes[static_cast<std::size_t>(MemLevel::kGdram)] + write_bytes[static_cast<std::size_t>(MemLevel::kGdram)] -
-           l2_hit_bytes;
+           l2_hit_bytes + l2_overfetch_bytes;
   }
   void add(MemLevel from, MemLevel to, std::uint64_t bytes) {
     read_bytes[static_cast<std::size_t>(from)] += bytes;

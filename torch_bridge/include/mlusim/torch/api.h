@@ -164,6 +164,8 @@ std::string cycle_report_json(int device = -1);
 std::vector<std::pair<std::string, double>> device_stats(int device = -1);
 // Starts a new statistics epoch on the device (mlusimResetStats) and clears fallback counts.
 void reset_stats(int device = -1);
+// Drops every line of the device's L2 cache (mlusimFlushL2): the next op starts from a cold L2.
+void flush_l2(int device = -1);
 // ATen kernels of the device run so far in this process (outermost calls, every device and
 // thread): cheap to poll, for progress displays.
 std::uint64_t op_calls();

@@ -138,6 +138,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("cycle_report", &b::cycle_report, py::arg("device") = -1);
   m.def("cycle_report_json", &b::cycle_report_json, py::arg("device") = -1);
   m.def("reset_stats", &b::reset_stats, py::arg("device") = -1);
+  m.def("flush_l2", &b::flush_l2, py::arg("device") = -1);
   m.def("device_stats", [](int device) {
     py::dict d;
     for (const auto& [k, v] : b::device_stats(device)) d[py::str(k)] = v;
