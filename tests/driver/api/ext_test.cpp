@@ -15,7 +15,27 @@
 namespace mlusim::driver::testing {
 namespace {
 
-using ExtTest = DriverTest;
+class ExtTest : public DriverTest {
+ protected:
+  // y = 3x + y over n floats of ones, on 4 BLOCK tasks; upload() refreshes x and y (and, being a
+  // host copy, drops their L2 lines).
+  struct SaxpyRun {
+    static constexpr int n = 4096;
+    void* dx;
+    void* dy;
+    float a = 3.0f;
+    int count = n;
+    explicit SaxpyRun(void* x, void* y) : dx(x), dy(y) { upload(); }
+    void upload() {
+      DriverTest::upload(dx, std::vector<float>(n, 1.0f));
+      DriverTest::upload(dy, std::vector<float>(n, 1.0f));
+    }
+    cnrtRet_t launch() {
+      void* args[] = {&dx, &dy, &a, &count};
+      return cnrtInvokeKernel(saxpy_kernel, DriverTest::dim(4), cnrtFuncTypeBlock, args, 0, nullptr);
+    }
+  };
+};
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -170,17 +190,10 @@ TEST_F(ExtTest, MemcpyNoTimeMovesBytesWithoutTime) {
 // mlusimFlushL2: a kernel that reads what the previous one read hits in the L2 (tiny inherits
 // l2.cache: true), and reads from DRAM again after the flush: the same cycles as the cold run.
 TEST_F(ExtTest, FlushL2MakesTheNextReadsCold) {
-  const int n = 4096;
-  void* dx = dmalloc(n * sizeof(float));
-  void* dy = dmalloc(n * sizeof(float));
-  upload(dx, std::vector<float>(n, 1.0f));
-  upload(dy, std::vector<float>(n, 1.0f));
-  float a = 3.0f;
-  int count = n;
-  void* args[] = {&dx, &dy, &a, &count};
+  SaxpyRun saxpy(dmalloc(SaxpyRun::n * sizeof(float)), dmalloc(SaxpyRun::n * sizeof(float)));
   for (int i = 0; i < 3; ++i) {
     if (i == 2) ASSERT_EQ(mlusimFlushL2(0), cnrtSuccess);
-    ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+    ASSERT_EQ(saxpy.launch(), cnrtSuccess);
     ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
   }
   mlusimKernelRecord_t cold, warm, flushed;
@@ -188,7 +201,8 @@ TEST_F(ExtTest, FlushL2MakesTheNextReadsCold) {
   ASSERT_EQ(mlusimGetKernelRecord(0, 1, &warm), cnrtSuccess);
   ASSERT_EQ(mlusimGetKernelRecord(0, 2, &flushed), cnrtSuccess);
   EXPECT_EQ(cold.l2_hit_bytes, 0u);
-  EXPECT_EQ(warm.l2_hit_bytes, 2u * n * sizeof(float));  // x and y (written by the first run)
+  EXPECT_EQ(warm.l2_hit_bytes, 2u * SaxpyRun::n * sizeof(float));  // x and y (written by the first run)
+  EXPECT_EQ(warm.dram_bytes, warm.read_bytes[1] + warm.write_bytes[1] - warm.l2_hit_bytes + warm.l2_overfetch_bytes);
   EXPECT_LT(warm.cycles, cold.cycles);
   EXPECT_EQ(flushed.l2_hit_bytes, 0u);
   EXPECT_EQ(flushed.cycles, cold.cycles);
@@ -199,20 +213,11 @@ TEST_F(ExtTest, FlushL2MakesTheNextReadsCold) {
 }
 
 TEST_F(ExtTest, TimingOnlyKeepsCycles) {
-  const int n = 4096;
-  void* dx = dmalloc(n * sizeof(float));
-  void* dy = dmalloc(n * sizeof(float));
-  upload(dx, std::vector<float>(n, 1.0f));
-  upload(dy, std::vector<float>(n, 1.0f));
-  float a = 3.0f;
-  int count = n;
-  void* args[] = {&dx, &dy, &a, &count};
-  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
-  // Uploading again drops the L2's lines of x and y, so both runs start from the same cache state.
-  upload(dx, std::vector<float>(n, 1.0f));
-  upload(dy, std::vector<float>(n, 1.0f));
+  SaxpyRun saxpy(dmalloc(SaxpyRun::n * sizeof(float)), dmalloc(SaxpyRun::n * sizeof(float)));
+  ASSERT_EQ(saxpy.launch(), cnrtSuccess);
+  saxpy.upload();  // both runs start from the same L2 state: x and y not resident
   ASSERT_EQ(mlusimSetTimingOnly(1), cnrtSuccess);
-  ASSERT_EQ(cnrtInvokeKernel(saxpy_kernel, dim(4), cnrtFuncTypeBlock, args, 0, nullptr), cnrtSuccess);
+  ASSERT_EQ(saxpy.launch(), cnrtSuccess);
   ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
   ASSERT_EQ(mlusimSetTimingOnly(0), cnrtSuccess);
   mlusimKernelRecord_t functional, timing;
