@@ -49,7 +49,7 @@ def test_inference_graph_is_fused_and_matches_eager(dev):
     graphs = torch_mlu.compiled_graphs()
     assert len(graphs) == 1 and graphs[0]["mode"] == "inference"
     assert graphs[0]["fusion_matches"] == {"conv_bn_act": 2, "linear_act": 1, "elementwise": 0,
-                                           "linear_residual": 0, "rms_norm": 0}
+                                           "linear_residual": 0, "rms_norm": 0, "grouped_linear": 0}
     assert compiled_kernels < eager_kernels
 
 
@@ -144,3 +144,37 @@ def test_residual_adds_go_into_the_gemm_epilogue_and_rms_norm_is_one_kernel(dev)
     assert (matches["linear_residual"], matches["rms_norm"]) == (2, 1), matches
     assert ops.get("mlu::linear_residual") == 2 and ops.get("mlu::rms_norm") == 1, ops
     assert compiled_kernels < eager_kernels
+
+
+class _Attention(torch.nn.Module):
+    """Q, K and V projections of one input (with biases), and a bias-free pair (LLaMA's gate and up)."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(24, 24) for _ in range(3))
+        self.gate, self.up = torch.nn.Linear(24, 40, bias=False), torch.nn.Linear(24, 40, bias=False)
+
+    def forward(self, x):
+        q, k, v = (p(x).view(*x.shape[:-1], 4, 6).transpose(-3, -2) for p in (self.q, self.k, self.v))
+        a = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+        h = a.transpose(-3, -2).reshape(x.shape)
+        return torch.sigmoid(self.gate(h)) * self.up(h)
+
+
+def test_linears_of_one_input_run_as_one_gemm_and_follow_weight_updates(dev):
+    """Inference: linears that read the same input become one GEMM over their concatenated weights
+    (kept between calls), split back into the linears' outputs; an in-place weight update is seen."""
+    torch.manual_seed(0)
+    model = _Attention().eval().to(dev)
+    x = torch.randn(2, 5, 24).to(dev)
+    compiled = torch.compile(model, backend="mlu")
+    with torch.no_grad():
+        ref, eager_kernels = kernel_launches(model, x)
+        out, _ = kernel_launches(compiled, x)
+        out, compiled_kernels = kernel_launches(compiled, x)  # the concatenated weights are reused
+        torch.testing.assert_close(out.cpu(), ref.cpu(), rtol=1e-4, atol=1e-5)
+        assert torch_mlu.compiled_graphs()[0]["fusion_matches"]["grouped_linear"] == 2
+        assert compiled_kernels < eager_kernels
+        model.k.weight.mul_(-2.0)  # optimizer-style in-place update: the next call concatenates again
+        model.up.weight.add_(0.5)
+        torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), rtol=1e-4, atol=1e-5)

@@ -23,7 +23,7 @@ from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
 
 from .fusion import (PATTERNS, _delta, _first_tensor, _fuse_graph, _measure, _to_device, fuse_residual_linears,
-                     fuse_rms_norms)
+                     fuse_rms_norms, fuse_shared_input_linears)
 
 __all__ = ["compile_compare", "compile_for_report", "compiled_graphs", "inductor_kernels", "reset_compiled_graphs"]
 
@@ -61,9 +61,11 @@ def mlu_backend(gm, example_inputs):
         return _training(gm, example_inputs)
     # Before the elementwise groups could take their adds and multiplies:
     residual, rms = fuse_residual_linears(gm, []), fuse_rms_norms(gm, [])
+    grouped = fuse_shared_input_linears(gm, [])  # the linears no epilogue took
     fused = _fuse_graph(gm, PATTERNS)
     _graphs.append({"mode": "inference", "nodes": nodes,
-                    "fusion_matches": {**fused.fusion_matches, "linear_residual": residual, "rms_norm": rms}})
+                    "fusion_matches": {**fused.fusion_matches, "linear_residual": residual, "rms_norm": rms,
+                                       "grouped_linear": grouped}})
     return fused.forward
 
 
