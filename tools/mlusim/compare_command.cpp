@@ -30,7 +30,7 @@ void print_table(const std::vector<nlohmann::json>& runs, std::size_t top_ops) {
     std::printf("%-20s %14.3f %14llu %8.2fx %7.1f%% %7.1f%% %7.1f%% %12.1f\n", r.value("config", "?").c_str(), ns / 1e6,
                 static_cast<unsigned long long>(r.value("cycles", std::uint64_t{0})), ns > 0 ? base / ns : 0.0,
                 100 * engine_utilisation(r, "TFU"), 100 * engine_utilisation(r, "VFU"),
-                100 * engine_utilisation(r, "IO-DMA"), gdram_bytes(r) / 1048576.0);
+                100 * engine_utilisation(r, "IO-DMA"), dram_bytes(r) / 1048576.0);
   }
   // The ops that matter: the union of each run's top ops by cycles.
   std::set<std::string> names;

@@ -1384,7 +1384,7 @@ std::string rewrite_totals_table(const json& totals, const char* before_key, con
                                  const std::string& before_title, const std::string& after_title) {
   static const std::map<std::string, std::string> labels = {{"cycles", "kernel cycles"},
                                                             {"simulated_ns", "simulated time"},
-                                                            {"dram_bytes", "GDRAM bytes"},
+                                                            {"dram_bytes", "DRAM bytes"},
                                                             {"kernel_launches", "kernel launches"}};
   std::vector<std::vector<Cell>> rows;
   if (totals.is_object())

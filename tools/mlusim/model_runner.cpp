@@ -335,7 +335,7 @@ RunResult run_model_impl(const RunOptions& o) {
 
 }  // namespace
 
-double gdram_bytes(const nlohmann::json& run_report) {
+double dram_bytes(const nlohmann::json& run_report) {
   const auto& t = run_report["report"]["memory_traffic"];
   if (!t.contains("GDRAM")) return 0;
   // The bytes that crossed the DRAM channels (GDRAM reads the L2 served did not; l2.cache).

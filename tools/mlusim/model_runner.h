@@ -43,8 +43,9 @@ struct RunResult {
   std::map<std::string, int> fusion_matches;  // pattern -> fused nodes (when RunOptions::fuse)
 };
 
-// GDRAM bytes read + written in a run report (its cycle report's memory traffic).
-double gdram_bytes(const nlohmann::json& run_report);
+// Bytes across the DRAM channels in a run report (its cycle report's memory traffic: GDRAM read +
+// written, less the reads the L2 served, plus its over-fetch).
+double dram_bytes(const nlohmann::json& run_report);
 
 // Loads the config, runs the model, returns the reports. Throws std::runtime_error (config and
 // model errors with the loader's message), c10 errors from ops surface as std::runtime_error.

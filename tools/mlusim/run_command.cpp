@@ -37,7 +37,7 @@ void compare_fusion(const nlohmann::json& unfused, nlohmann::json& fused, const 
   const Row rows[] = {
       {"cycles", unfused.value("cycles", 0.0), fused.value("cycles", 0.0)},
       {"simulated us", unfused.value("simulated_ns", 0.0) / 1e3, fused.value("simulated_ns", 0.0) / 1e3},
-      {"GDRAM bytes", gdram_bytes(unfused), gdram_bytes(fused)},
+      {"DRAM bytes", dram_bytes(unfused), dram_bytes(fused)},
       {"kernel launches", unfused["report"].value("kernel_launches", 0.0), fused["report"].value("kernel_launches", 0.0)},
   };
   std::printf("\nfusion: the same run unfused -> fused\n  %-18s %16s %16s %8s\n", "", "unfused", "fused", "ratio");
@@ -110,7 +110,7 @@ Command add_run_command(CLI::App& app) {
   auto backend = std::make_shared<std::string>("inductor");
   cmd->add_flag("--compile", *compile,
                 "Run the model through torch.compile (after an untimed compiling iteration) and also eagerly, and "
-                "print both side by side: cycles, time, GDRAM bytes, launches, generated kernels and fusions");
+                "print both side by side: cycles, time, DRAM bytes, launches, generated kernels and fusions");
   cmd->add_option("--compile-backend", *backend,
                   "torch.compile backend for --compile: inductor (PyTorch's default, with the device's codegen) or "
                   "mlu (the device's Dynamo backend); implies --compile")

@@ -15,7 +15,7 @@ are Dynamo's own). Each graph is compiled by what grad mode asks for:
 
 ``compiled_graphs()`` lists what each compiled graph became (mode, fusion matches) and
 ``reset_compiled_graphs()`` clears the list; ``compile_compare(model, inputs)`` measures one
-inference forward eager and compiled (kernels, cycles, GDRAM bytes, simulated time). The CUDA twin is Inductor's default backend; Inductor
+inference forward eager and compiled (kernels, cycles, DRAM bytes, simulated time). The CUDA twin is Inductor's default backend; Inductor
 itself does not know the device (see torch_bridge/README.md)."""
 
 import torch

@@ -7,7 +7,7 @@ same weights and inputs: eagerly, and through ``torch.compile`` with the backend
 (Inductor, PyTorch's default, with the device's codegen; or "mlu", the device's Dynamo backend).
 The compile happens in untimed warm-up iterations; the measured iterations of each run are timed
 from the cycle report. Prints the compiled run's cycle report and, side by side, eager -> compiled:
-cycles, simulated time, GDRAM bytes, kernel launches, then what the compile produced (generated
+cycles, simulated time, DRAM bytes, kernel launches, then what the compile produced (generated
 kernels and their device launches, GEMM/conv epilogue fusions; for backend "mlu" its graphs and
 their fusion matches). ``--report FILE`` writes a run report of the compiled run in the format of
 ``mlusim run --report`` (docs/cli.md) with a "compile" section, which ``mlusim report`` renders.
@@ -29,7 +29,7 @@ from ._cli import positive_int_type, shape_type
 def _parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m torch_mlu.compile_run",
                                 description="A TorchScript model on the MLU eagerly and through torch.compile: cycles, "
-                                            "time, GDRAM bytes and launches side by side (mlusim run --compile).",
+                                            "time, DRAM bytes and launches side by side (mlusim run --compile).",
                                 epilog="See docs/cli.md, 'torch.compile'.")
     p.add_argument("model", type=pathlib.Path, help="TorchScript file (.pt)")
     p.add_argument("--input", type=shape_type("--input"), action="append", required=True,
@@ -159,7 +159,7 @@ def _measure(step, args, device, trace_path=None, profile_path=None):
     return torch_mlu.cycle_report(device, format="json"), torch_mlu.cycle_report(device), host_seconds
 
 
-_METRIC_LABELS = {"cycles": "kernel cycles", "simulated_ns": "simulated us", "dram_bytes": "GDRAM bytes",
+_METRIC_LABELS = {"cycles": "kernel cycles", "simulated_ns": "simulated us", "dram_bytes": "DRAM bytes",
                   "kernel_launches": "kernel launches"}
 
 
