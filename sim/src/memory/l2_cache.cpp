@@ -12,10 +12,10 @@ L2Cache::L2Cache(std::uint64_t size_bytes, std::uint32_t line_bytes, std::uint32
   last_use_.assign(sets_ * ways_, 0);
 }
 
-int L2Cache::find(std::uint64_t line) const {
+std::int64_t L2Cache::find(std::uint64_t line) const {
   const std::uint64_t base = (line % sets_) * ways_;
   for (std::uint32_t w = 0; w < ways_; ++w)
-    if (tags_[base + w] == line + 1) return static_cast<int>(w);
+    if (tags_[base + w] == line + 1) return static_cast<std::int64_t>(base + w);
   return -1;
 }
 
@@ -74,13 +74,8 @@ void L2Cache::invalidate(std::uint64_t addr, std::uint64_t bytes) {
       if (tags_[slot] != 0 && tags_[slot] - 1 >= first && tags_[slot] - 1 <= last) tags_[slot] = last_use_[slot] = 0;
     return;
   }
-  for (std::uint64_t line = first; line <= last; ++line) {
-    const int w = find(line);
-    if (w < 0) continue;
-    const std::uint64_t slot = (line % sets_) * ways_ + static_cast<std::uint64_t>(w);
-    tags_[slot] = 0;
-    last_use_[slot] = 0;
-  }
+  for (std::uint64_t line = first; line <= last; ++line)
+    if (const std::int64_t slot = find(line); slot >= 0) tags_[slot] = last_use_[slot] = 0;
 }
 
 void L2Cache::clear() {

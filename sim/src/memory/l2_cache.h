@@ -51,8 +51,8 @@ class L2Cache {
   void clear();
 
  private:
-  // Finds line `line` in its set; returns the way or -1.
-  int find(std::uint64_t line) const;
+  // The slot (index into tags_) holding line `line`, or -1 when it is not resident.
+  std::int64_t find(std::uint64_t line) const;
   // Makes `line` resident and most recently used; returns true when it already was.
   bool touch(std::uint64_t line);
 

@@ -408,21 +408,21 @@ class GroupedLinear(nn.Module):
 
 
 def fuse_shared_input_linears(gm, details):
-    """Linears (F.linear, nn.Linear) that read the same input, with weights [N_i, K] of one dtype and
+    """F.linear calls (how Dynamo records nn.Linear) that read the same input, with weights [N_i, K] of one dtype and
     all or none with a bias (a Transformer's Q, K and V projections; LLaMA's gate and up) -> one
     ``GroupedLinear`` GEMM whose N is the sum: one launch instead of several, each operand read
     once, the wider N filling the TFU's columns (BERT-base at 128 rows: 0.70 of the three GEMMs'
-    cycles on mlu370-x4). Inference graphs only (run under no_grad). Returns the groups made."""
+    cycles on mlu370-x4). Inference graphs only (run under no_grad). Rewrites the graph in place (the
+    caller lints and recompiles it, as after the other passes); returns the groups made."""
     graph, count = gm.graph, 0
     groups = {}
     for node in graph.nodes:
         if node.op != "call_function" or node.target is not F.linear:
             continue
         make = _linear_info(gm, node)
-        x = _arg(node, 0, "input")
-        if make is None or not isinstance(x, fx.Node):
+        if make is None:
             continue
-        _, w, b = make()
+        x, w, b = make()
         wv = _example(w)
         if wv is None or wv.dim() != 2 or _example(node) is None:
             continue
@@ -443,9 +443,6 @@ def fuse_shared_input_linears(gm, details):
             graph.erase_node(node)
         details.append({"pattern": "grouped_linear", "node": grouped.name, "linears": len(members)})
         count += 1
-    if count:
-        graph.lint()
-        gm.recompile()
     return count
 
 
