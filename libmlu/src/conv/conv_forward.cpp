@@ -82,6 +82,7 @@ conv::DirectConv direct_conv(const conv::ConvShape& s, const conv::View4& x, con
     o.bias = true;
     o.bias_stride = bias->stride(0);
   }
+  if (stage.affine.enabled) o.affine = stage.affine, o.affine_cols = true;  // channels are the GEMM's columns
   return d;
 }
 

@@ -50,16 +50,19 @@ struct Geometry {
 // Whether intrinsics write the output dtype directly (fp16 out of a single Cin chunk with nothing
 // to add: the TFU rounds its fp32 sums once) instead of an fp32 tile the epilogue finishes.
 bool direct_out(const DirectConv& c, std::size_t qc) {
-  return (c.dtype == sim::DType::kFloat32 || qc == 1) && !c.out.bias && c.out.act == Activation::kNone &&
-         c.out.alpha == 1.0f;
+  return (c.dtype == sim::DType::kFloat32 || qc == 1) && !c.out.bias && !c.out.affine.enabled &&
+         c.out.act == Activation::kNone && c.out.alpha == 1.0f;
 }
 
 // NRAM bytes of one compute core's buffers. WRAM holds all of a chunk's weights (one slot per Cin
 // chunk, loaded during the core's first tile) when they fit, else two slots reloaded every step.
 struct CoreBuffers {
   std::size_t xslot = 0, wslot = 0, wslots = 1, acc = 0, out_stage = 0, bias_raw = 0, bias32 = 0, act_tmp = 0;
+  std::size_t affine = 0, affine_tile = 0;  // the channel affine's scratch, and each of its scale/shift tiles
   bool resident = true;
-  std::size_t nram() const { return 2 * xslot + 2 * acc + out_stage + bias_raw + bias32 + act_tmp; }
+  std::size_t nram() const {
+    return 2 * xslot + 2 * acc + out_stage + bias_raw + bias32 + act_tmp + affine + 2 * affine_tile;
+  }
   std::size_t wram() const { return wslots * wslot; }
 };
 // `ps` < nco (single Cin chunk, output written by the intrinsics): the chunk runs as pieces of ps
@@ -77,6 +80,7 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
   b.acc = up128(m * pieces * ps * (fp32_acc ? 4 : g.es));
   if (!direct_out(c, qc) && c.dtype != sim::DType::kFloat32) b.out_stage = up128(m * nco * g.es);
   if (c.out.bias) b.bias_raw = up128(nco * g.es), b.bias32 = up128(m * nco * 4);
+  if (c.out.affine.enabled) b.affine = affine_buffer_bytes(nco, 0), b.affine_tile = up128(m * nco * 4);
   if (activation_needs_temp(c.out.act)) b.act_tmp = up128(m * nco * 4);
   return b;
 }
@@ -332,6 +336,11 @@ class DirectRun {
     if (buf_.bias_raw) epi_.bias_raw = alloc(Space::kNram, buf_.bias_raw);
     if (buf_.bias32) epi_.bias32 = alloc(Space::kNram, buf_.bias32);
     if (buf_.act_tmp) epi_.act_tmp = alloc(Space::kNram, buf_.act_tmp);
+    if (buf_.affine) {
+      epi_.affine = alloc_affine_buffers(p_.nco, 0);
+      epi_.scale_tile = alloc(Space::kNram, buf_.affine_tile);
+      epi_.shift_tile = alloc(Space::kNram, buf_.affine_tile);
+    }
     // The padding columns are never written by a load: zero them (whole slots) once.
     for (Addr a : x_) vec_fill(c_.dtype, a, 0.0, buf_.xslot / g_.es);
     const DType acc_t = direct_ ? c_.dtype : DType::kFloat32;
@@ -344,6 +353,7 @@ class DirectRun {
       const std::size_t t0 = j.tiles.begin + mine.begin;
       auto wslot = [&](std::size_t ci, std::size_t s) { return w_[buf_.resident ? ci : s % 2]; };
       if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
+      if (c_.out.affine.enabled && !steps.empty()) gemm::prepare_col_affine(c_.out, j.co0, j.nco, p_.rh * c_.ow, epi_);
       // Input slots: per step (Cin chunks), or per tile (pieces share the tile's input).
       auto xslot = [&](std::size_t s) { return x_[pw ? steps[s].tile % 2 : s % 2]; };
       if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages group 0
@@ -438,7 +448,7 @@ std::string DirectPlan::str() const {
 
 bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& w, const View4& y,
                             const OutputStage& stage) {
-  if (s.groups != 1 || stage.affine.enabled || s.c == 0 || s.oc == 0) return false;
+  if (s.groups != 1 || s.c == 0 || s.oc == 0) return false;
   if (!gemm::device_model(h, s.dtype).on_tfu()) return false;
   const bool x_nhwc = x.strides[1] == 1 || s.c == 1;
   const bool w_ohwi =
@@ -563,12 +573,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
             const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
             return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram);
           };
-          // A tile's epilogue: VFU passes over the fp32 tile (bias, activation, rounding), in series
+          // A tile's epilogue: VFU passes over the fp32 tile (bias, affine, activation, rounding), in series
           // with the TFU; its store overlaps the next tile.
           auto epilogue = [&](std::size_t rows) {
             if (direct) return 0.0;
             const double n = static_cast<double>(ni * rows * c.ow * nco);
-            const int passes = (c.out.bias ? 1 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
+            const int passes =
+                (c.out.bias ? 1 : 0) + (c.out.affine.enabled ? 2 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
             return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
           };
           auto store = [&](std::size_t rows) {

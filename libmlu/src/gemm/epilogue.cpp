@@ -82,6 +82,12 @@ static void load_bias_run(const OutputSpec& o, std::size_t b, std::size_t i0, st
     memcpy_strided(dst, src, shape, Dir::kGdram2Nram);
 }
 
+// Row 0 of an fp32 [rows, n] NRAM tile copied to the other rows (a zero source stride).
+static void broadcast_row(Addr tile, std::size_t n, std::size_t rows) {
+  if (rows > 1)
+    memcpy_strided(tile.offset(i64(n) * 4), tile, CopyShape{n * 4, rows - 1, i64(n) * 4, 0}, Dir::kNram2Nram);
+}
+
 void prepare_col_bias(const OutputSpec& o, std::size_t b, std::size_t c0, std::size_t nc, std::size_t tile_rows,
                       const EpilogueBuffers& bufs) {
   load_bias_run(o, b, c0, nc, bufs.bias_raw, /*async=*/false);
@@ -89,10 +95,18 @@ void prepare_col_bias(const OutputSpec& o, std::size_t b, std::size_t c0, std::s
     memcpy(bufs.bias32, bufs.bias_raw, nc * 4, Dir::kNram2Nram);
   else
     vec_cast(DType::kFloat32, bufs.bias32, o.dtype, bufs.bias_raw, nc);
-  // Row 0 broadcast to the other rows with a zero source stride: one vector add per strip later.
-  if (tile_rows > 1)
-    memcpy_strided(bufs.bias32.offset(i64(nc) * 4), bufs.bias32, CopyShape{nc * 4, tile_rows - 1, i64(nc) * 4, 0},
-                   Dir::kNram2Nram);
+  broadcast_row(bufs.bias32, nc, tile_rows);  // one vector add per strip later
+}
+
+void prepare_col_affine(const OutputSpec& o, std::size_t c0, std::size_t nc, std::size_t tile_rows,
+                        const EpilogueBuffers& bufs) {
+  load_affine_async(o.affine, c0, nc, bufs.affine);
+  sync_io();
+  fold_affine(o.affine, nc, bufs.affine);
+  memcpy(bufs.scale_tile, bufs.affine.scale, nc * 4, Dir::kNram2Nram);
+  memcpy(bufs.shift_tile, bufs.affine.shift, nc * 4, Dir::kNram2Nram);
+  broadcast_row(bufs.scale_tile, nc, tile_rows);
+  broadcast_row(bufs.shift_tile, nc, tile_rows);
 }
 
 void load_row_bias(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs) {
@@ -129,7 +143,10 @@ void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, 
     if (o.beta != 1.0f) vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, old, old, o.beta, n);
     vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, old, n);
   }
-  if (o.affine.enabled) {
+  if (o.affine.enabled && o.affine_cols) {
+    vec_binary(VecBinaryOp::kMul, DType::kFloat32, acc, acc, bufs.scale_tile, n);
+    vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, bufs.shift_tile, n);
+  } else if (o.affine.enabled) {
     fold_affine(o.affine, nr, bufs.affine);
     apply_row_affine(bufs.affine, acc, nr, nc);
   }

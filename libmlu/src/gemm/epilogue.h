@@ -14,10 +14,11 @@ namespace mlusim::mlu::gemm {
 // NRAM buffers (unused ones may be left empty): out_stage [rows x cols] in C's dtype (fp16 only),
 // c_old [rows x cols] in C's dtype, c_old32 [rows x cols] fp32 (fp16 only), bias_raw [cols] or
 // [rows] in C's dtype, bias32: fp32 [tile rows x cols] bias tile, or [rows] per-row bias;
-// affine: the channel affine's scratch for [rows] channels; act_tmp: fp32 [rows x cols]
-// (activations that need it).
+// affine: the channel affine's scratch for [rows] channels (per-row affine) or [cols] channels
+// (OutputSpec::affine_cols); scale_tile, shift_tile: fp32 [tile rows x cols], the column affine
+// broadcast down the rows; act_tmp: fp32 [rows x cols] (activations that need it).
 struct EpilogueBuffers {
-  dev::Addr out_stage, c_old, c_old32, bias_raw, bias32, act_tmp;
+  dev::Addr out_stage, c_old, c_old32, bias_raw, bias32, act_tmp, scale_tile, shift_tile;
   AffineBuffers affine;
 };
 
@@ -29,6 +30,11 @@ void load_c_old(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t 
 // Synchronous.
 void prepare_col_bias(const OutputSpec& o, std::size_t b, std::size_t c0, std::size_t nc, std::size_t tile_rows,
                       const EpilogueBuffers& bufs);
+// Column affine (OutputSpec::affine_cols): loads and folds channels [c0, c0 + nc) and fills
+// bufs.scale_tile and bufs.shift_tile with `tile_rows` copies of their scale and shift, so a block
+// is finished with one multiply and one add over it. Synchronous (waits for this core's copies).
+void prepare_col_affine(const OutputSpec& o, std::size_t c0, std::size_t nc, std::size_t tile_rows,
+                        const EpilogueBuffers& bufs);
 // Row bias: issues the load of bias[r0, r0 + nr) of batch b into bufs.bias_raw.
 void load_row_bias(const OutputSpec& o, std::size_t b, std::size_t r0, std::size_t nr, const EpilogueBuffers& bufs);
 

@@ -51,9 +51,11 @@ struct OutputSpec {
   // Fused output stage, after bias and beta x C (in this order, all fp32 on chip): the per-row
   // channel affine (common/channel_affine.h; row r of batch b is channel affine_batch.offset(b) + r),
   // folded by the epilogue from the channel tensors, then the activation v = act(v). Both only
-  // where the epilogue writes C (not split-K partials).
+  // where the epilogue writes C (not split-K partials). With affine_cols the channels are C's
+  // columns instead (column c is channel c: the direct NHWC convolution, prepare_col_affine).
   ChannelAffine affine;
   BatchIndexer affine_batch;
+  bool affine_cols = false;
   Activation act = Activation::kNone;
   // Split-K: the engine writes raw fp32 sums of part p, batch b to
   // partial_base + (((p * batches + b) * rows + r) * cols + c) * 4 instead (epilogue in splitk_reduce.h).

@@ -11,7 +11,8 @@
 namespace mlusim::mlu::testing {
 namespace {
 
-enum class Mem { kContiguous, kChannelsLast, kPaddedOutput };
+// kChannelsLast: x only; kNhwc: x, w and y all channels_last (the direct NHWC kernel).
+enum class Mem { kContiguous, kChannelsLast, kPaddedOutput, kNhwc };
 
 struct ConvCase {
   const char* name;
@@ -102,9 +103,12 @@ void ConvBnActTest::run(const ConvCase& k) {
   const std::int64_t cg = k.c / g, ocg = k.oc / g;
   const std::int64_t oh = out_dim(k.h, k.kh, k.p.pad_h, k.p.stride_h, k.p.dilation_h);
   const std::int64_t ow = out_dim(k.w, k.kw, k.p.pad_w, k.p.stride_w, k.p.dilation_w);
-  const Layout4 xl = k.mem == Mem::kChannelsLast ? channels_last(k.n, k.c, k.h, k.w) : dense(k.n, k.c, k.h, k.w);
-  const Layout4 yl = k.mem == Mem::kPaddedOutput ? padded(k.n, k.oc, oh, ow) : dense(k.n, k.oc, oh, ow);
-  const Layout4 wl = dense(k.oc, cg, k.kh, k.kw);
+  const bool nhwc = k.mem == Mem::kNhwc;
+  const Layout4 xl = k.mem == Mem::kChannelsLast || nhwc ? channels_last(k.n, k.c, k.h, k.w) : dense(k.n, k.c, k.h, k.w);
+  const Layout4 yl = k.mem == Mem::kPaddedOutput ? padded(k.n, k.oc, oh, ow)
+                     : nhwc                      ? channels_last(k.n, k.oc, oh, ow)
+                                                 : dense(k.n, k.oc, oh, ow);
+  const Layout4 wl = nhwc ? channels_last(k.oc, cg, k.kh, k.kw) : dense(k.oc, cg, k.kh, k.kw);
   const std::vector<float> x = rounded(k.dtype, random<float>(static_cast<std::size_t>(xl.span()), 1));
   const std::vector<float> w = rounded(k.dtype, random<float>(static_cast<std::size_t>(wl.span()), 2, -0.5f, 0.5f));
   const std::size_t oc = static_cast<std::size_t>(k.oc);
@@ -176,6 +180,8 @@ void ConvBnActTest::run(const ConvCase& k) {
   ASSERT_EQ(h().ops().size(), 1u);
   const OpRecord& rec = h().ops().back();
   EXPECT_EQ(rec.name, "fused_conv_bn_act");
+  // All-NHWC operands: the direct kernel folds the batch norm in its epilogue (no repacking kernels).
+  if (nhwc) EXPECT_EQ(fused.kernels, 1u) << fused.names;
   EXPECT_EQ(rec.kernels, fused.kernels) << fused.names;
   EXPECT_EQ(rec.macs, static_cast<std::uint64_t>(k.n * k.oc * oh * ow * cg * k.kh * k.kw));
   const std::uint64_t es = sim::dtype_size(k.dtype), bs = sim::dtype_size(k.bn_dtype);
@@ -266,6 +272,11 @@ INSTANTIATE_TEST_SUITE_P(
                  Mem::kChannelsLast},
         ConvCase{"padded_output", 1, 3, 6, 6, 5, 3, 3, params(0), DType::kFloat32, Activation::kTanh,
                  Mem::kPaddedOutput},
+        ConvCase{"nhwc", 2, 24, 9, 7, 50, 3, 3, params(1), DType::kFloat32, Activation::kRelu, Mem::kNhwc},
+        ConvCase{"nhwc_strided", 1, 16, 11, 10, 20, 3, 3, params(1, 2), DType::kFloat16, Activation::kSilu,
+                 Mem::kNhwc},
+        ConvCase{"nhwc_scale_only", 1, 8, 6, 5, 7, 1, 1, params(0), DType::kFloat32, Activation::kNone, Mem::kNhwc,
+                 true, true, false, false, false},
         ConvCase{"depthwise", 2, 6, 7, 5, 12, 3, 3, params(1, 1, 6), DType::kFloat32, Activation::kRelu6},
         ConvCase{"depthwise_1x1_fp16", 1, 4, 5, 5, 4, 1, 1, params(0, 1, 4), DType::kFloat16, Activation::kSilu},
         // Deep and narrow: the planner may split the depth (the epilogue then runs in the reduction).
