@@ -81,7 +81,8 @@ TEST(CalibrationTable, CommentsBlankLinesCrlfAndColumnOrder) {
 
 TEST(CalibrationTable, ErrorsNameTheLineAndTheColumn) {
   ExpectTableError(kHeader + "g,matmul,1,2,3,,,,,,10\n",
-                   "t.csv:2: column 'kind': unknown kind 'matmul' (expected gemm or conv2d)");
+                   "t.csv:2: column 'kind': unknown kind 'matmul' (expected gemm, conv2d, layernorm, softmax, "
+                   "attention, encoder or model:NAME)");
   ExpectTableError(kHeader + "g,gemm,1,x,3,,,,,,10\n",
                    "t.csv:2: column 'K_or_H': expected an integer between 1 and 2147483647, got 'x'");
   ExpectTableError(kHeader + "g,gemm,0,2,3,,,,,,10\n", "t.csv:2: column 'M_or_B': expected an integer between 1");
@@ -94,13 +95,53 @@ TEST(CalibrationTable, ErrorsNameTheLineAndTheColumn) {
   ExpectTableError(kHeader + "c,conv2d,2,2,2,4,16,5,1,1,10\n",
                    "t.csv:2: column 'kernel': 5 is larger than the padded input (4 x 4)");
   ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,,fast\n",
-                   "t.csv:2: column 'hw_cycles': expected a number of cycles > 0, got 'fast'");
-  ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,,0\n", "column 'hw_cycles': expected a number of cycles > 0, got '0'");
+                   "t.csv:2: column 'hw_cycles': expected a number of cycles > 0 (or nothing: not measured), got 'fast'");
+  ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,,0\n", "column 'hw_cycles': expected a number of cycles > 0 (or nothing");
+  ExpectTableError(kHeader + "e,encoder,5,16,64,,,,,,10\n",
+                   "t.csv:2: column 'M_or_B': 5 heads do not divide the hidden size N_or_W = 64");
+  ExpectTableError(kHeader + "m,model:,1,,,,,,,,10\n", "t.csv:2: column 'kind': 'model:' needs a model name");
+  ExpectTableError(kHeader + "l,layernorm,4,,,,,,,,10\n",
+                   "t.csv:2: column 'N_or_W': expected an integer between 1 and 2147483647, got nothing");
+  ExpectTableError(kHeader + "a,attention,2,0,8,,,,,,10\n", "t.csv:2: column 'K_or_H': expected an integer between 1");
   ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,,inf\n", "got 'inf'");
   ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,10\n", "t.csv:2: 10 fields, but the header (line 1) has 11");
   ExpectTableError(kHeader + ",gemm,1,2,3,,,,,,10\n", "t.csv:2: column 'workload': empty workload name");
   ExpectTableError(kHeader + "g,gemm,1,2,3,,,,,,10\n\ng,gemm,1,2,3,,,,,,10\n",
                    "t.csv:4: column 'workload': 'g' already names line 2");
+}
+
+// The kinds after PyTorchSim's other validation workloads, and rows without a measurement.
+TEST(CalibrationTable, KindsBeyondGemmAndConvAndUnmeasuredRows) {
+  const CalibrationTable t = parse_calibration_table(kHeader +
+                                                         "ln,layernorm,512,,768,,,,,,1000\n"
+                                                         "sm,softmax,64,,128,,,,,,\n"
+                                                         "at,attention,12,512,64,,,,,,2e5\n"
+                                                         "enc,encoder,12,512,768,,,,,,\n"
+                                                         "r18,model:resnet18,2,,,,,,,,5e6\n",
+                                                     "t.csv");
+  ASSERT_EQ(t.rows.size(), 5u);
+  const CalibrationRow &ln = t.rows[0], &sm = t.rows[1], &at = t.rows[2], &enc = t.rows[3], &r18 = t.rows[4];
+  EXPECT_EQ(ln.kind, WorkloadKind::kLayerNorm);
+  EXPECT_EQ(ln.m, 512);
+  EXPECT_EQ(ln.n, 768);
+  EXPECT_TRUE(ln.measured());
+  EXPECT_EQ(sm.kind, WorkloadKind::kSoftmax);
+  EXPECT_FALSE(sm.measured());  // empty: a prediction
+  EXPECT_STREQ(workload_kind_name(sm.kind), "softmax");
+  EXPECT_EQ(at.kind, WorkloadKind::kAttention);
+  EXPECT_EQ(at.batch, 12);
+  EXPECT_EQ(at.seq, 512);
+  EXPECT_EQ(at.width, 64);
+  EXPECT_DOUBLE_EQ(at.measured_cycles, 2e5);
+  EXPECT_DOUBLE_EQ(at.macs(), 2.0 * 12 * 512 * 512 * 64);  // k q^T and v^T p
+  EXPECT_EQ(enc.kind, WorkloadKind::kEncoder);
+  // Q, K, V, output (4 S H^2), FFN (2 x 4 S H^2), attention (2 S^2 H).
+  EXPECT_DOUBLE_EQ(enc.macs(), 12.0 * 512 * 768 * 768 + 2.0 * 512 * 512 * 768);
+  EXPECT_EQ(r18.kind, WorkloadKind::kModel);
+  EXPECT_EQ(r18.model, "resnet18");
+  EXPECT_EQ(r18.batch, 2);
+  EXPECT_STREQ(workload_kind_name(r18.kind), "model");
+  EXPECT_DOUBLE_EQ(ln.macs(), 0.0);
 }
 
 TEST(CalibrationTable, HeaderErrors) {
@@ -208,6 +249,83 @@ TEST(ValidateRunner, RowsAreIndependentAndOverridesApply) {
   // --set reaches the device: DRAM at 1% of the bandwidth makes the GEMM slower.
   const RowResult slow = ValidateRunner("tpu-v3", {"dram.bandwidth_gbps=4.5"}, ConvLayout::kNchw).run(gemm);
   EXPECT_GT(slow.simulated_cycles, 5 * g1.simulated_cycles);
+}
+
+CalibrationRow kind_row(const char* name, WorkloadKind kind) {
+  CalibrationRow r;
+  r.workload = name;
+  r.kind = kind;
+  return r;
+}
+
+// The vector-unit rows: one kernel each, reading the input and writing the output at least once,
+// no matrix unit.
+TEST(ValidateRunner, LayerNormAndSoftmaxRows) {
+  const ValidateRunner runner("tpu-v3", {}, ConvLayout::kChannelsLast);
+  for (WorkloadKind kind : {WorkloadKind::kLayerNorm, WorkloadKind::kSoftmax}) {
+    CalibrationRow row = kind_row("v", kind);
+    row.m = 256, row.n = 384;
+    const RowResult r = runner.run(row);
+    SCOPED_TRACE(workload_kind_name(kind));
+    EXPECT_EQ(r.kernels, 1u);
+    EXPECT_EQ(r.tfu_cycles, 0u);
+    EXPECT_EQ(r.macs, 0.0);
+    EXPECT_GE(r.dram_bytes, 2u * 256 * 384 * 4);
+    EXPECT_GE(r.simulated_cycles, r.bound_cycles);
+    EXPECT_GT(r.bound_cycles, 0.0);
+  }
+}
+
+// Attention runs its three ops as written (and the encoder its ten): the MACs libmlu records are
+// the workload's, and the span is not below the roofline.
+TEST(ValidateRunner, AttentionAndEncoderRows) {
+  const ValidateRunner runner("tpu-v3", {}, ConvLayout::kChannelsLast);
+  CalibrationRow at = kind_row("at", WorkloadKind::kAttention);
+  at.batch = 4, at.seq = 128, at.width = 64;
+  const RowResult a = runner.run(at);
+  EXPECT_DOUBLE_EQ(a.macs, at.macs());
+  EXPECT_GE(a.kernels, 3u);  // two matmuls and a softmax (and any operand repacking)
+  EXPECT_GT(a.tfu_cycles, 0u);
+  EXPECT_GE(a.simulated_cycles, a.bound_cycles);
+  // The scores [B, S, S] go to DRAM and back: at least written, read and written by the softmax, read.
+  EXPECT_GE(a.dram_bytes, 4u * 4 * 128 * 128 * 4);
+  CalibrationRow enc = kind_row("enc", WorkloadKind::kEncoder);
+  enc.batch = 4, enc.seq = 64, enc.width = 128;
+  const RowResult e = runner.run(enc);
+  EXPECT_DOUBLE_EQ(e.macs, enc.macs());
+  EXPECT_GE(e.kernels, 10u);
+  EXPECT_GE(e.simulated_cycles, e.bound_cycles);
+  // Twice the heads with the same width: the same linears, the attention's MACs unchanged too
+  // (B S^2 D with D = H / B), so about the same time.
+  enc.batch = 8;
+  EXPECT_DOUBLE_EQ(runner.run(enc).macs, e.macs);
+}
+
+// model:NAME rows need the PyTorch layer's runner, which the CLI installs; without one the row
+// is an error naming it, and with one the runner gets the row, the config and the trace path.
+TEST(ValidateRunner, ModelRowsGoThroughTheInstalledRunner) {
+  ValidateRunner runner("tpu-v3", {"dram.latency_ns=50"}, ConvLayout::kChannelsLast);
+  CalibrationRow row = kind_row("r18", WorkloadKind::kModel);
+  row.model = "resnet18", row.batch = 2;
+  try {
+    runner.run(row);
+    ADD_FAILURE() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("r18: 'model:resnet18' rows run through the PyTorch layer"));
+  }
+  std::string seen;
+  runner.set_model_runner([&](const CalibrationRow& r, const std::string& config,
+                              const std::vector<std::string>& overrides, const std::string& trace) {
+    seen = r.model + " " + std::to_string(r.batch) + " " + config + " " + overrides.at(0) + " [" + trace + "]";
+    RowResult out;
+    out.simulated_cycles = 42;
+    return out;
+  });
+  EXPECT_EQ(runner.run(row).simulated_cycles, 42.0);
+  EXPECT_EQ(seen, "resnet18 2 tpu-v3 dram.latency_ns=50 []");
+  runner.set_trace_dir("/tmp/t");
+  runner.run(row);
+  EXPECT_EQ(seen, "resnet18 2 tpu-v3 dram.latency_ns=50 [/tmp/t/r18.json]");
 }
 
 TEST(ValidateRunner, BadConfigIsAConfigError) {

@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::int64_t kMaxSize = std::numeric_limits<std::int32_t>::max();
 constexpr const char* kMeasuredSuffix = "_cycles";
+constexpr const char* kModelPrefix = "model:";
 const char* const kRequired[] = {"workload", "kind", "M_or_B", "K_or_H", "N_or_W",
                                  "Cin",      "Cout", "kernel", "stride", "pad"};
 
@@ -74,7 +75,7 @@ class LineReader {
       used = 0;
     }
     if (t.empty() || used != t.size() || !std::isfinite(v) || v <= 0)
-      fail(column, "expected a number of cycles > 0, got '" + t + "'");
+      fail(column, "expected a number of cycles > 0 (or nothing: not measured), got '" + t + "'");
     return v;
   }
 
@@ -87,11 +88,32 @@ class LineReader {
 
 }  // namespace
 
-const char* workload_kind_name(WorkloadKind kind) { return kind == WorkloadKind::kGemm ? "gemm" : "conv2d"; }
+const char* workload_kind_name(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kGemm: return "gemm";
+    case WorkloadKind::kConv2d: return "conv2d";
+    case WorkloadKind::kLayerNorm: return "layernorm";
+    case WorkloadKind::kSoftmax: return "softmax";
+    case WorkloadKind::kAttention: return "attention";
+    case WorkloadKind::kEncoder: return "encoder";
+    case WorkloadKind::kModel: return "model";
+  }
+  return "?";
+}
 
 double CalibrationRow::macs() const {
-  if (kind == WorkloadKind::kGemm) return double(m) * double(k) * double(n);
-  return double(batch) * double(cout) * double(out_h()) * double(out_w()) * double(cin) * double(kernel * kernel);
+  const double s = double(seq), hd = double(width);
+  switch (kind) {
+    case WorkloadKind::kGemm: return double(m) * double(k) * double(n);
+    case WorkloadKind::kConv2d:
+      return double(batch) * double(cout) * double(out_h()) * double(out_w()) * double(cin) * double(kernel * kernel);
+    case WorkloadKind::kAttention: return 2.0 * double(batch) * s * s * hd;  // k q^T and v^T p
+    case WorkloadKind::kEncoder: return 12.0 * s * hd * hd + 2.0 * s * s * hd;  // 4 H x H + 2 H x 4H linears, attention
+    case WorkloadKind::kLayerNorm:
+    case WorkloadKind::kSoftmax:
+    case WorkloadKind::kModel: return 0;
+  }
+  return 0;
 }
 
 CalibrationTable parse_calibration_table(const std::string& text, const std::string& path) {
@@ -161,10 +183,28 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       if (row.h + 2 * row.pad < row.kernel || row.w + 2 * row.pad < row.kernel)
         r.fail("kernel", std::to_string(row.kernel) + " is larger than the padded input (" +
                              std::to_string(row.h + 2 * row.pad) + " x " + std::to_string(row.w + 2 * row.pad) + ")");
+    } else if (kind == "layernorm" || kind == "softmax") {
+      row.kind = kind == "layernorm" ? WorkloadKind::kLayerNorm : WorkloadKind::kSoftmax;
+      row.m = r.integer("M_or_B", 1);
+      row.n = r.integer("N_or_W", 1);
+    } else if (kind == "attention" || kind == "encoder") {
+      row.kind = kind == "attention" ? WorkloadKind::kAttention : WorkloadKind::kEncoder;
+      row.batch = r.integer("M_or_B", 1);
+      row.seq = r.integer("K_or_H", 1);
+      row.width = r.integer("N_or_W", 1);
+      if (row.kind == WorkloadKind::kEncoder && row.width % row.batch != 0)
+        r.fail("M_or_B", std::to_string(row.batch) + " heads do not divide the hidden size N_or_W = " +
+                             std::to_string(row.width));
+    } else if (kind.rfind(kModelPrefix, 0) == 0) {
+      row.kind = WorkloadKind::kModel;
+      row.model = kind.substr(std::string(kModelPrefix).size());
+      if (row.model.empty()) r.fail("kind", "'model:' needs a model name (e.g. model:resnet18)");
+      row.batch = r.integer("M_or_B", 1);
     } else {
-      r.fail("kind", "unknown kind '" + kind + "' (expected gemm or conv2d)");
+      r.fail("kind", "unknown kind '" + kind + "' (expected gemm, conv2d, layernorm, softmax, attention, encoder or " +
+                         "model:NAME)");
     }
-    row.measured_cycles = r.positive(table.measured_column);
+    if (!r.text(table.measured_column).empty()) row.measured_cycles = r.positive(table.measured_column);
     table.rows.push_back(row);
   }
   if (header_line == 0) throw CalibrationTableError(path + ": no header line (only comments or blank lines)");

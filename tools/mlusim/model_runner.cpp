@@ -116,7 +116,9 @@ at::Tensor first_tensor(const c10::IValue& v) {
 // instead, and so does this: every parameter and buffer of every submodule is set anew. A tensor
 // shared by several attributes (tied weights: an LM head and its token embedding) is moved once
 // and stays shared.
-void move_module(torch::jit::Module& module, const c10::Device& device, at::ScalarType dtype) {
+// With `channels_last`, 4-d floating tensors also take torch.channels_last strides (NHWC), as
+// nn.Module.to(memory_format=torch.channels_last) does.
+void move_module(torch::jit::Module& module, const c10::Device& device, at::ScalarType dtype, bool channels_last) {
   // source TensorImpl -> {source (kept alive so its address is not reused), moved copy}
   std::map<const c10::TensorImpl*, std::pair<at::Tensor, at::Tensor>> moved_once;
   for (torch::jit::Module m : module.modules()) {
@@ -127,6 +129,7 @@ void move_module(torch::jit::Module& module, const c10::Device& device, at::Scal
       auto [it, is_new] = moved_once.try_emplace(t.unsafeGetTensorImpl());
       if (is_new) {
         at::Tensor d = t.is_floating_point() ? t.detach().to(device, dtype) : t.detach().to(device);
+        if (channels_last && t.is_floating_point() && t.dim() == 4) d = d.contiguous(at::MemoryFormat::ChannelsLast);
         if (t.requires_grad()) d.set_requires_grad(true);
         it->second = {t, d};
       }
@@ -186,7 +189,7 @@ RunResult run_model_impl(const RunOptions& o) {
     throw std::invalid_argument("model " + o.model.file.string() + " is not a TorchScript file torch can load: " +
                                 e.what_without_backtrace());
   }
-  move_module(module, device, dtype);
+  move_module(module, device, dtype, o.channels_last);
   retarget_device_constants(module, device);
   module.train(o.train);
   std::map<std::string, int> fusion_matches;
@@ -203,6 +206,8 @@ RunResult run_model_impl(const RunOptions& o) {
       if (d == -1) d = o.batch;
     if (o.model.vocab > 0)  // token ids stay int64 whatever --dtype says
       inputs.emplace_back(at::randint(o.model.vocab, shape, at::TensorOptions().dtype(at::kLong)).to(device));
+    else if (o.channels_last && shape.size() == 4)
+      inputs.emplace_back(at::randn(shape).to(device, dtype).contiguous(at::MemoryFormat::ChannelsLast));
     else
       inputs.emplace_back(at::randn(shape).to(device, dtype));
   }
@@ -311,6 +316,7 @@ RunResult run_model_impl(const RunOptions& o) {
     macs[std::string(sim::dtype_name(d))] = sim::peak_macs_per_s(cfg, d);
   j["peaks"] = {{"dram_bytes_per_s", sim::dram_peak_bytes_per_s(cfg)}, {"macs_per_s", macs}};
   j["fused"] = o.fuse;
+  j["channels_last"] = o.channels_last;
   if (o.fuse) j["fusion_matches"] = fusion_matches;
   j["report"] = std::move(report);
 
@@ -320,7 +326,7 @@ RunResult run_model_impl(const RunOptions& o) {
                 o.model.description.empty() ? o.model.file.string().c_str() : o.model.description.c_str(),
                 o.train ? "training step (forward + backward + SGD)" : "inference", static_cast<long long>(o.batch),
                 o.dtype.c_str(), o.iterations, o.iterations == 1 ? "" : "s", o.timing_only ? ", timing-only" : "",
-                o.fuse ? ", fused" : "");
+                o.fuse ? (o.channels_last ? ", fused, channels_last" : ", fused") : (o.channels_last ? ", channels_last" : ""));
   head << line;
   std::snprintf(line, sizeof line,
                 "simulated time %.3f ms (%.3f ms per iteration, %llu cycles at %.0f MHz); host time %.2f s\n",

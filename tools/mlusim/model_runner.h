@@ -34,6 +34,7 @@ struct RunOptions {
   double learning_rate = 0.01;
   std::uint64_t seed = 0;
   bool fuse = false;                   // rewrite the graph with the fused ops (inference only)
+  bool channels_last = false;          // 4-d floating inputs, parameters and buffers in channels_last
   bridge::FusionOptions fusion;        // which patterns when fusing
 };
 

@@ -46,6 +46,9 @@ void ModelRunOptions::add_to(CLI::App& cmd, bool with_config) {
       ->capture_default_str()
       ->check(integer_in(0));
   cmd.add_flag("--no-progress", no_progress, "No progress line on stderr");
+  cmd.add_flag("--channels-last", channels_last,
+               "4-d inputs, parameters and buffers in torch.channels_last (NHWC strides), as "
+               "model.to(memory_format=torch.channels_last): convolutions take libmlu's direct NHWC kernels");
   cmd.add_flag("--fuse", fuse,
                "Inference with the graph fused (conv+BN+activation, linear+activation, elementwise chains); "
                "`run` also runs it unfused and prints both");
@@ -71,6 +74,7 @@ RunOptions ModelRunOptions::resolve() const {
   o.learning_rate = learning_rate;
   o.seed = seed;
   o.fuse = fuse || !fuse_patterns.empty();
+  o.channels_last = channels_last;
   if (!fuse_patterns.empty()) {
     auto has = [&](const char* p) { return std::find(fuse_patterns.begin(), fuse_patterns.end(), p) != fuse_patterns.end(); };
     o.fusion.conv_bn_act = has("conv_bn_act");

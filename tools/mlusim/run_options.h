@@ -34,6 +34,7 @@ struct ModelRunOptions {
   std::uint64_t seed = 0;
   bool fuse = false;
   std::vector<std::string> fuse_patterns;  // empty = all
+  bool channels_last = false;
 
   // `with_config`: false for compare (it takes a list of configs instead).
   void add_to(CLI::App& cmd, bool with_config = true);

@@ -17,9 +17,61 @@
 #include "commands.h"
 #include "config_options.h"
 #include "validate_runner.h"
+#ifdef MLUSIM_CLI_WITH_TORCH
+#include "mlusim/torch/api.h"
+#include "model_runner.h"
+#endif
 
 namespace mlusim::cli {
 namespace {
+
+#ifdef MLUSIM_CLI_WITH_TORCH
+// A model:NAME row: one inference of the built-in model through the PyTorch layer, as a TPU runs a
+// whole compiled program: the graph fused (conv+BN+activation, linear+activation, elementwise
+// chains; `mlusim run --fuse`), 4-d tensors in channels_last (the direct NHWC conv kernels),
+// timing-only. Its cycles are the device's elapsed time of that iteration.
+RowResult run_model_row(const CalibrationRow& row, const std::string& config, const std::vector<std::string>& overrides,
+                        const std::string& trace_path) {
+  RunOptions o;
+  try {
+    o.model = resolve_model(row.model, {});
+  } catch (const std::exception& e) {
+    throw std::runtime_error(row.workload + ": model:" + row.model + ": " + e.what());
+  }
+  o.config = config;
+  o.overrides = overrides;
+  o.batch = row.batch;
+  o.timing_only = true;
+  o.progress = false;
+  o.fuse = true;
+  o.channels_last = true;
+  o.trace_path = trace_path;
+  o.trace_level = 2;
+  RunResult run;
+  try {
+    run = run_model(o);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(row.workload + ": " + e.what());
+  }
+  bridge::empty_cache();  // the next row resets the device: nothing may stay cached on it
+  const nlohmann::json& rep = run.report["report"];
+  RowResult r;
+  r.simulated_ns = run.report.value("simulated_ns", 0.0);
+  r.simulated_cycles = r.simulated_ns * run.report.value("core_clock_mhz", 0.0) / 1000.0;
+  r.kernels = rep.value("kernel_launches", 0u);
+  for (const auto& k : rep["kernels"]) r.kernel_cycles += k.value("cycles", 0.0);
+  if (rep["engines"].contains("TFU")) {
+    r.tfu_cycles = rep["engines"]["TFU"].value("cycles", std::uint64_t{0});
+    r.tfu_intrinsics = rep["engines"]["TFU"].value("intrinsics", std::uint64_t{0});
+  }
+  for (const auto& op : rep["ops"]) {
+    r.bound_cycles += op.value("roofline_bound_ns", 0.0) * run.report.value("core_clock_mhz", 0.0) / 1000.0;
+    r.macs += op.value("macs", 0.0);
+  }
+  r.dram_bytes = static_cast<std::uint64_t>(dram_bytes(run.report));
+  return r;
+}
+#endif
 
 struct ValidateOptions {
   ConfigOptions config;
@@ -54,10 +106,14 @@ std::vector<const CalibrationRow*> select_rows(const CalibrationTable& t, const 
   return out;
 }
 
-double mean_abs_error(const std::vector<Result>& results) {
+// Over the measured rows; NaN when none is.
+double mean_abs_error(const std::vector<Result>& results, std::size_t* measured = nullptr) {
   double sum = 0;
-  for (const Result& r : results) sum += std::fabs(r.sim.error_pct(r.row->measured_cycles));
-  return sum / double(results.size());
+  std::size_t n = 0;
+  for (const Result& r : results)
+    if (r.row->measured()) sum += std::fabs(r.sim.error_pct(r.row->measured_cycles)), ++n;
+  if (measured != nullptr) *measured = n;
+  return n > 0 ? sum / double(n) : std::nan("");
 }
 
 void print_text(const ValidateOptions& o, const CalibrationTable& t, const ValidateRunner& runner,
@@ -68,41 +124,65 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
   std::printf("config  %s (%s), %.0f MHz; timing-only; conv2d memory format %s\n", c.name.c_str(),
               c.source_file.c_str(), c.core_clock_mhz, o.conv_layout.c_str());
   std::printf("cycles  first kernel start to last kernel end, in core cycles\n\n");
-  std::printf("%-30s %-7s %12s %12s %8s %7s %6s %12s\n", "workload", "kind", "measured", "simulated", "error",
+  std::printf("%-30s %-9s %12s %12s %8s %7s %6s %12s\n", "workload", "kind", "measured", "simulated", "error",
               "kernels", "TFU", "bound");
   for (const Result& r : results) {
     const double measured = r.row->measured_cycles;
-    std::printf("%-30s %-7s %12.0f %12.0f %+7.1f%% %7u %5.0f%% %12.0f\n", r.row->workload.c_str(),
-                workload_kind_name(r.row->kind), measured, r.sim.simulated_cycles, r.sim.error_pct(measured),
-                r.sim.kernels,
+    char measured_text[32] = "-", error_text[32] = "-";
+    if (r.row->measured()) {
+      std::snprintf(measured_text, sizeof measured_text, "%.0f", measured);
+      std::snprintf(error_text, sizeof error_text, "%+.1f%%", r.sim.error_pct(measured));
+    }
+    std::printf("%-30s %-9s %12s %12.0f %8s %7u %5.0f%% %12.0f\n", r.row->workload.c_str(),
+                workload_kind_name(r.row->kind), measured_text, r.sim.simulated_cycles, error_text, r.sim.kernels,
                 100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()),
                 r.sim.bound_cycles);
   }
-  std::printf("\nMAE over %zu rows: %.1f%%\n", results.size(), mean_abs_error(results));
+  std::size_t measured = 0;
+  const double mae = mean_abs_error(results, &measured);
+  if (measured > 0)
+    std::printf("\nMAE over %zu measured rows: %.1f%%\n", measured, mae);
+  else
+    std::printf("\nMAE: none of these rows is measured\n");
+  if (measured < results.size())
+    std::printf("(%zu rows without a measurement: simulated only, not in the MAE)\n", results.size() - measured);
   std::printf("(error = (simulated - measured) / measured; TFU = TFU busy cycles / (simulated cycles x cores);\n"
               " bound = roofline floor max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth) in cycles)\n");
+}
+
+// A row's sizes by name, as its kind reads them (calibration_table.h).
+nlohmann::ordered_json shape_json(const CalibrationRow& row) {
+  switch (row.kind) {
+    case WorkloadKind::kGemm: return {{"m", row.m}, {"k", row.k}, {"n", row.n}};
+    case WorkloadKind::kConv2d:
+      return {{"batch", row.batch}, {"h", row.h},           {"w", row.w},   {"cin", row.cin},
+              {"cout", row.cout},   {"kernel", row.kernel}, {"stride", row.stride}, {"pad", row.pad}};
+    case WorkloadKind::kLayerNorm:
+    case WorkloadKind::kSoftmax: return {{"m", row.m}, {"n", row.n}};
+    case WorkloadKind::kAttention: return {{"batch", row.batch}, {"seq", row.seq}, {"head_dim", row.width}};
+    case WorkloadKind::kEncoder: return {{"heads", row.batch}, {"seq", row.seq}, {"hidden", row.width}};
+    case WorkloadKind::kModel: return {{"model", row.model}, {"batch", row.batch}};
+  }
+  return nullptr;
 }
 
 void print_json(const ValidateOptions& o, const CalibrationTable& t, const ValidateRunner& runner,
                 const std::vector<Result>& results) {
   const sim::HardwareConfig& c = runner.config();
+  const double mae = mean_abs_error(results);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Result& r : results) {
     const CalibrationRow& row = *r.row;
-    nlohmann::ordered_json shape = row.kind == WorkloadKind::kGemm
-                               ? nlohmann::ordered_json{{"m", row.m}, {"k", row.k}, {"n", row.n}}
-                               : nlohmann::ordered_json{{"batch", row.batch}, {"h", row.h},           {"w", row.w},
-                                                {"cin", row.cin},     {"cout", row.cout},     {"kernel", row.kernel},
-                                                {"stride", row.stride}, {"pad", row.pad}};
+    const nlohmann::ordered_json none(nullptr);
     rows.push_back({{"workload", row.workload},
                     {"kind", workload_kind_name(row.kind)},
                     {"line", row.line},
-                    {"shape", shape},
-                    {"macs", row.macs()},
-                    {"measured_cycles", row.measured_cycles},
+                    {"shape", shape_json(row)},
+                    {"macs", r.sim.macs},
+                    {"measured_cycles", row.measured() ? nlohmann::ordered_json(row.measured_cycles) : none},
                     {"simulated_cycles", r.sim.simulated_cycles},
                     {"simulated_ns", r.sim.simulated_ns},
-                    {"error_pct", r.sim.error_pct(row.measured_cycles)},
+                    {"error_pct", row.measured() ? nlohmann::ordered_json(r.sim.error_pct(row.measured_cycles)) : none},
                     {"kernels", r.sim.kernels},
                     {"kernel_cycles", r.sim.kernel_cycles},
                     {"tfu_cycles", r.sim.tfu_cycles},
@@ -120,7 +200,7 @@ void print_json(const ValidateOptions& o, const CalibrationTable& t, const Valid
                               {"conv_layout", o.conv_layout},
                               {"timing_only", true},
                               {"rows", rows},
-                              {"mae_pct", mean_abs_error(results)}};
+                              {"mae_pct", std::isnan(mae) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(mae)}};
   std::printf("%s\n", doc.dump(2).c_str());
 }
 
@@ -130,6 +210,9 @@ int run_validate(const ValidateOptions& o) {
   const ConvLayout layout = o.conv_layout == "nchw" ? ConvLayout::kNchw : ConvLayout::kChannelsLast;
   ValidateRunner runner(o.config.config, o.config.sets, layout);
   runner.set_trace_dir(o.trace_dir);
+#ifdef MLUSIM_CLI_WITH_TORCH
+  runner.set_model_runner(run_model_row);
+#endif
   std::vector<Result> results;
   for (const CalibrationRow* row : rows) results.push_back({row, runner.run(*row)});
   if (o.json)
@@ -149,7 +232,8 @@ Command add_validate_command(CLI::App& app) {
       "simulated cycles, the error per row and the mean absolute error");
   cmd->add_option("table", o->table,
                   "calibration CSV: workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,<hw>_cycles "
-                  "(kind gemm or conv2d; '#' lines are comments)")
+                  "(kind gemm, conv2d, layernorm, softmax, attention, encoder or model:NAME; an empty measurement is a "
+                  "prediction, not in the MAE; '#' lines are comments)")
       ->required();
   o->config.add_to(*cmd);
   cmd->add_option("-w,--workload", o->workloads, "run only this row (its workload name; repeatable)");

@@ -1,6 +1,8 @@
 #include "validate_runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -10,6 +12,8 @@
 #include "mlusim/mlu/conv.h"
 #include "mlusim/mlu/gemm.h"
 #include "mlusim/mlu/handle.h"
+#include "mlusim/mlu/norm.h"
+#include "mlusim/mlu/softmax.h"
 #include "mlusim/mlu/tensor.h"
 #include "mlusim/sim/roofline.h"
 
@@ -74,37 +78,170 @@ mlu::TensorDesc activation(const std::string& workload, std::int64_t n, std::int
   return desc(workload, {n, c, h, w}, {h * w * c, 1, w * c, c}, mlu::Layout::kNCHW);
 }
 
-std::uint64_t bytes_of(const mlu::TensorDesc& d) { return d.span_bytes(); }
+constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
+
+// A row's ops, built in two passes so that nothing between its kernels waits for the host: the
+// buffers and the largest GEMM workspace are allocated first, then every op is enqueued.
+class OpList {
+ public:
+  explicit OpList(Session& s) : s_(s) {}
+
+  void* buffer(const mlu::TensorDesc& d) { return s_.alloc(d.span_bytes()); }
+
+  // C = act(alpha op(A) op(B) + bias [+ R]) (mlu::matmul); `residual` adds R (beta 1) in the epilogue.
+  void matmul(mlu::MatmulParams p, mlu::TensorDesc a, const void* pa, mlu::TensorDesc b, const void* pb,
+              const mlu::TensorDesc* bias, const void* pbias, mlu::TensorDesc c, void* pc,
+              const mlu::TensorDesc* residual = nullptr, const void* presidual = nullptr) {
+    auto keep = [this](const mlu::TensorDesc* d) -> const mlu::TensorDesc* {
+      if (d == nullptr) return nullptr;
+      kept_.push_back(std::make_shared<mlu::TensorDesc>(*d));
+      return kept_.back().get();
+    };
+    const mlu::TensorDesc* kept_bias = keep(bias);
+    if (residual != nullptr) p.residual = keep(residual), p.residual_ptr = presidual, p.beta = 1.0f;
+    std::size_t ws = 0;
+    s_.check_op(mlu::get_matmul_workspace_size(s_.handle(), p, a, b, kept_bias, c, &ws), "matmul workspace");
+    workspace_ = std::max(workspace_, ws);
+    ops_.push_back([=, this] {
+      s_.check_op(mlu::matmul(s_.handle(), p, a, pa, b, pb, kept_bias, pbias, c, pc, ws_ptr_, workspace_), "matmul");
+    });
+  }
+  // torch.nn.LayerNorm(last dim) with weight and bias.
+  void layer_norm(const mlu::TensorDesc& x, const void* px, const mlu::TensorDesc& y, void* py,
+                  const mlu::TensorDesc& affine, const void* weight, const void* bias) {
+    ops_.push_back([=, this] {
+      s_.check_op(mlu::layer_norm_forward(s_.handle(), 1, kLayerNormEps, x, px, &affine, weight, &affine, bias, y, py,
+                                          nullptr, nullptr, nullptr, nullptr),
+                  "layer_norm_forward");
+    });
+  }
+  void softmax(int dim, const mlu::TensorDesc& x, const void* px, const mlu::TensorDesc& y, void* py) {
+    ops_.push_back([=, this] {
+      s_.check_op(mlu::softmax_forward(s_.handle(), mlu::SoftmaxMode::kSoftmax, dim, x, px, y, py), "softmax_forward");
+    });
+  }
+  void other(std::function<void()> op) { ops_.push_back(std::move(op)); }
+
+  void enqueue_all() {
+    ws_ptr_ = workspace_ > 0 ? s_.alloc(workspace_) : nullptr;
+    for (const auto& op : ops_) op();
+  }
+
+ private:
+  Session& s_;
+  std::vector<std::function<void()>> ops_;
+  std::vector<std::shared_ptr<mlu::TensorDesc>> kept_;
+  std::size_t workspace_ = 0;
+  void* ws_ptr_ = nullptr;
+};
+
+// PyTorchSim's attention: scores = k q^T / sqrt(D) [B, S, S], softmax along dim -2 (over the keys),
+// out = v^T scores [B, D, S]. q, k, v are [B, S, D] views with any strides (the encoder's heads).
+void attention_ops(OpList& ops, const std::string& workload, std::int64_t b, std::int64_t seq, std::int64_t dim,
+                   const mlu::TensorDesc& q, const void* pq, const mlu::TensorDesc& k, const void* pk,
+                   const mlu::TensorDesc& v, const void* pv, void* out) {
+  const mlu::TensorDesc scores = desc(workload, {b, seq, seq});
+  void* ps = ops.buffer(scores);
+  mlu::MatmulParams qk;
+  qk.trans_b = true;
+  qk.alpha = static_cast<float>(1.0 / std::sqrt(double(dim)));
+  ops.matmul(qk, k, pk, q, pq, nullptr, nullptr, scores, ps);
+  ops.softmax(-2, scores, ps, scores, ps);
+  mlu::MatmulParams pv_params;
+  pv_params.trans_a = true;
+  ops.matmul(pv_params, v, pv, scores, ps, nullptr, nullptr, desc(workload, {b, dim, seq}), out);
+}
+
+// PyTorchSim's BERT EncoderBlock on x [S, H] with `heads` heads: q, k, v = x W^T + b; attention on
+// their [heads, S, H / heads] views; the result [heads, D, S] read as [S, H] (its view(-1, H));
+// LayerNorm(that W_o^T + b_o + x); LayerNorm(relu(. W_1^T + b_1) W_2^T + b_2 + .). One LayerNorm
+// module serves both norms (one weight and bias), as in the block.
+void encoder_ops(OpList& ops, const std::string& workload, std::int64_t heads, std::int64_t seq, std::int64_t hidden) {
+  const std::int64_t dim = hidden / heads, ffn = 4 * hidden;
+  const mlu::TensorDesc act = desc(workload, {seq, hidden}), act4 = desc(workload, {seq, ffn});
+  const mlu::TensorDesc square = desc(workload, {hidden, hidden}), vec = desc(workload, {hidden});
+  const mlu::TensorDesc up = desc(workload, {ffn, hidden}), down = desc(workload, {hidden, ffn});
+  const mlu::TensorDesc vec4 = desc(workload, {ffn});
+  void* x = ops.buffer(act);
+  mlu::MatmulParams linear;
+  linear.trans_b = true;  // torch.nn.Linear: x W^T with W [out, in]
+  void* qkv[3];
+  for (void*& out : qkv) {
+    out = ops.buffer(act);
+    ops.matmul(linear, act, x, square, ops.buffer(square), &vec, ops.buffer(vec), act, out);
+  }
+  const mlu::TensorDesc head_view = desc(workload, {heads, seq, dim}, {dim, hidden, 1});
+  void* att = ops.buffer(act);  // [heads, D, S], read as [S, H]
+  attention_ops(ops, workload, heads, seq, dim, head_view, qkv[0], head_view, qkv[1], head_view, qkv[2], att);
+  void* ln_weight = ops.buffer(vec);
+  void* ln_bias = ops.buffer(vec);
+  void* r1 = ops.buffer(act);
+  void* y1 = ops.buffer(act);
+  ops.matmul(linear, act, att, square, ops.buffer(square), &vec, ops.buffer(vec), act, r1, &act, x);
+  ops.layer_norm(act, r1, act, y1, vec, ln_weight, ln_bias);
+  mlu::MatmulParams relu = linear;
+  relu.activation = mlu::Activation::kRelu;
+  void* f1 = ops.buffer(act4);
+  ops.matmul(relu, act, y1, up, ops.buffer(up), &vec4, ops.buffer(vec4), act4, f1);
+  void* r2 = ops.buffer(act);
+  ops.matmul(linear, act4, f1, down, ops.buffer(down), &vec, ops.buffer(vec), act, r2, &act, y1);
+  ops.layer_norm(act, r2, act, ops.buffer(act), vec, ln_weight, ln_bias);
+}
 
 // Enqueues the row's op on the session's handle (asynchronous).
 void enqueue(Session& s, const CalibrationRow& row, ConvLayout layout) {
   mlu::Handle* h = s.handle();
-  if (row.kind == WorkloadKind::kGemm) {
-    const mlu::TensorDesc a = desc(row.workload, {row.m, row.k});
-    const mlu::TensorDesc b = desc(row.workload, {row.k, row.n});
-    const mlu::TensorDesc c = desc(row.workload, {row.m, row.n});
-    void* pa = s.alloc(bytes_of(a));
-    void* pb = s.alloc(bytes_of(b));
-    void* pc = s.alloc(bytes_of(c));
-    std::size_t ws = 0;
-    s.check_op(mlu::get_matmul_workspace_size(h, {}, a, b, nullptr, c, &ws), "matmul workspace");
-    void* pws = ws > 0 ? s.alloc(ws) : nullptr;
-    s.check_op(mlu::matmul(h, {}, a, pa, b, pb, nullptr, nullptr, c, pc, pws, ws), "matmul");
-    return;
+  const std::string& name = row.workload;
+  OpList ops(s);
+  switch (row.kind) {
+    case WorkloadKind::kGemm: {
+      const mlu::TensorDesc a = desc(name, {row.m, row.k}), b = desc(name, {row.k, row.n}), c = desc(name, {row.m, row.n});
+      ops.matmul({}, a, ops.buffer(a), b, ops.buffer(b), nullptr, nullptr, c, ops.buffer(c));
+      break;
+    }
+    case WorkloadKind::kLayerNorm: {
+      const mlu::TensorDesc x = desc(name, {row.m, row.n}), affine = desc(name, {row.n});
+      ops.layer_norm(x, ops.buffer(x), x, ops.buffer(x), affine, ops.buffer(affine), ops.buffer(affine));
+      break;
+    }
+    case WorkloadKind::kSoftmax: {
+      const mlu::TensorDesc x = desc(name, {row.m, row.n});
+      ops.softmax(1, x, ops.buffer(x), x, ops.buffer(x));
+      break;
+    }
+    case WorkloadKind::kAttention: {
+      const mlu::TensorDesc qkv = desc(name, {row.batch, row.seq, row.width});
+      void* q = ops.buffer(qkv);
+      void* k = ops.buffer(qkv);
+      void* v = ops.buffer(qkv);
+      attention_ops(ops, name, row.batch, row.seq, row.width, qkv, q, qkv, k, qkv, v, ops.buffer(qkv));
+      break;
+    }
+    case WorkloadKind::kEncoder:
+      encoder_ops(ops, name, row.batch, row.seq, row.width);
+      break;
+    case WorkloadKind::kConv2d: {
+      mlu::ConvParams p;
+      p.stride_h = p.stride_w = static_cast<int>(row.stride);
+      p.pad_h = p.pad_w = static_cast<int>(row.pad);
+      const mlu::TensorDesc x = activation(name, row.batch, row.cin, row.h, row.w, layout);
+      const mlu::TensorDesc w = activation(name, row.cout, row.cin, row.kernel, row.kernel, layout);
+      const mlu::TensorDesc y = activation(name, row.batch, row.cout, row.out_h(), row.out_w(), layout);
+      void* px = ops.buffer(x);
+      void* pw = ops.buffer(w);
+      void* py = ops.buffer(y);
+      std::size_t ws = 0;
+      s.check_op(mlu::get_conv2d_forward_workspace_size(h, p, x, w, y, &ws), "conv2d_forward workspace");
+      void* pws = ws > 0 ? s.alloc(ws) : nullptr;
+      ops.other([=, &s] {
+        s.check_op(mlu::conv2d_forward(h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv2d_forward");
+      });
+      break;
+    }
+    case WorkloadKind::kModel:
+      throw std::logic_error("model rows run through the model runner");
   }
-  mlu::ConvParams p;
-  p.stride_h = p.stride_w = static_cast<int>(row.stride);
-  p.pad_h = p.pad_w = static_cast<int>(row.pad);
-  const mlu::TensorDesc x = activation(row.workload, row.batch, row.cin, row.h, row.w, layout);
-  const mlu::TensorDesc w = activation(row.workload, row.cout, row.cin, row.kernel, row.kernel, layout);
-  const mlu::TensorDesc y = activation(row.workload, row.batch, row.cout, row.out_h(), row.out_w(), layout);
-  void* px = s.alloc(bytes_of(x));
-  void* pw = s.alloc(bytes_of(w));
-  void* py = s.alloc(bytes_of(y));
-  std::size_t ws = 0;
-  s.check_op(mlu::get_conv2d_forward_workspace_size(h, p, x, w, y, &ws), "conv2d_forward workspace");
-  void* pws = ws > 0 ? s.alloc(ws) : nullptr;
-  s.check_op(mlu::conv2d_forward(h, p, x, px, w, pw, nullptr, nullptr, y, py, pws, ws), "conv2d_forward");
+  ops.enqueue_all();
 }
 
 std::vector<const char*> c_strings(const std::vector<std::string>& v) {
@@ -119,7 +256,7 @@ const char* conv_layout_name(ConvLayout layout) { return layout == ConvLayout::k
 
 ValidateRunner::ValidateRunner(const std::string& config, const std::vector<std::string>& overrides,
                                ConvLayout layout)
-    : layout_(layout) {
+    : config_name_(config), overrides_(overrides), layout_(layout) {
   std::vector<sim::ConfigOverride> parsed;
   for (const std::string& o : overrides) parsed.push_back(sim::parse_config_override(o));
   sim::load_config(config, parsed);  // a bad config throws ConfigError (file, key, reason) first
@@ -129,6 +266,15 @@ ValidateRunner::ValidateRunner(const std::string& config, const std::vector<std:
 }
 
 RowResult ValidateRunner::run(const CalibrationRow& row) const {
+  if (row.kind != WorkloadKind::kModel) return run_ops(row);
+  if (!model_runner_)
+    throw std::runtime_error(row.workload + ": 'model:" + row.model +
+                             "' rows run through the PyTorch layer, which this mlusim was built without");
+  const std::string trace = trace_dir_.empty() ? "" : trace_dir_ + "/" + row.workload + ".json";
+  return model_runner_(row, config_name_, overrides_, trace);
+}
+
+RowResult ValidateRunner::run_ops(const CalibrationRow& row) const {
   // A fresh device per row: results never depend on the rows before.
   check(mlusimReset(), row.workload + ": mlusimReset");
   check(mlusimSetTimingOnly(1), row.workload + ": timing-only mode");
@@ -171,6 +317,7 @@ RowResult ValidateRunner::run(const CalibrationRow& row) const {
     macs[static_cast<std::size_t>(sim::DType::kFloat32)] += op.macs;
     min_bytes += op.bytes;
   }
+  r.macs = double(macs[static_cast<std::size_t>(sim::DType::kFloat32)]);
   r.bound_cycles = double(sim::roofline_bound_ps(config_, macs, min_bytes)) * 1e-3 * cycles_per_ns;
   return r;
 }
