@@ -12,6 +12,7 @@
 // are a contiguous run; that split returns a -0 input as +0, so a window whose maximum is a -0
 // gives +0 (same index). Indices are computed in fp32 (exact below 2^24 = H*W limit) and cast to
 // int64 (or int32) for the output; without indices the index work is skipped.
+// Channels-last x, y and indices take the NHWC kernel instead (max_pool_nhwc.h).
 // Tiles are equal row bands of planes (kTilesPerCore pipeline steps per core where the planes are
 // few), triple-buffered by run_pipelined; the pad fill of a band buffer is redone only for tiles
 // that reach the top or bottom padding.
@@ -20,6 +21,7 @@
 
 #include "common/error.h"
 #include "common/launch.h"
+#include "pool/max_pool_nhwc.h"
 #include "pool/pool_band.h"
 #include "softmax/pipeline.h"
 #include "softmax/reduction_tiling.h"
@@ -266,6 +268,14 @@ Status max_pool2d_forward(Handle* h, const Pool2dParams& p, const TensorDesc& x,
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
+  std::uint64_t bytes = static_cast<std::uint64_t>(x.numel()) * x.element_size() +
+                        static_cast<std::uint64_t>(y.numel()) * y.element_size();
+  if (indices) bytes += static_cast<std::uint64_t>(indices->numel()) * indices->element_size();
+  if (pool::max_pool_nhwc_applies(x, y, indices)) {  // channels-last operands: channels as the vector dim
+    MLU_RETURN_IF_ERROR(pool::max_pool_nhwc_forward(*h, op, p, x, x_ptr, y, y_ptr, indices, indices_ptr, oh, ow));
+    record(*h, op, 0, bytes, 1);
+    return Status::kSuccess;
+  }
   Args args;
   args.has_indices = indices != nullptr;
   std::vector<const TensorDesc*> descs{&x, &y};
@@ -281,9 +291,6 @@ Status max_pool2d_forward(Handle* h, const Pool2dParams& p, const TensorDesc& x,
             std::string(op) + ": NRAM too small for one output row of " + x.str());
   MLU_RETURN_IF_ERROR(launch(
       *h, op, [args] { kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(t.tiles())), cnrtFuncTypeBlock));
-  std::uint64_t bytes = static_cast<std::uint64_t>(x.numel()) * x.element_size() +
-                        static_cast<std::uint64_t>(y.numel()) * y.element_size();
-  if (indices) bytes += static_cast<std::uint64_t>(indices->numel()) * indices->element_size();
   record(*h, op, 0, bytes, 1);
   return Status::kSuccess;
 }

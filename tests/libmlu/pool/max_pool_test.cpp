@@ -18,8 +18,10 @@ Pool2dParams params(std::int64_t k, std::int64_t s, std::int64_t pad, std::int64
 class MaxPoolTest : public MluTest {
  protected:
   // x [N, C, H, W] with values on a coarse grid (many ties, as after a ReLU), some special values.
+  // channels_last_out: y and the indices in channels-last strides too (with a channels-last x: the
+  // NHWC kernel, max_pool_nhwc.h).
   void run(const Dims& xd, const Pool2dParams& p, DType t = DType::kFloat32, Dims xs = {}, bool specials = false,
-           DType index_type = DType::kInt64) {
+           DType index_type = DType::kInt64, bool channels_last_out = false) {
     if (xs.empty()) xs = contiguous_strides(xd);
     const std::int64_t H = xd[xd.size() - 2], W = xd[xd.size() - 1], planes = numel(xd) / (H * W);
     std::int64_t oh = 0, ow = 0;
@@ -29,45 +31,41 @@ class MaxPoolTest : public MluTest {
     if (specials && x.size() > 40) x[3] = NAN, x[17] = -INFINITY, x[18] = INFINITY, x[40] = NAN;
     Dims yd = xd;
     yd[yd.size() - 2] = oh, yd[yd.size() - 1] = ow;
+    const Dims ys = channels_last_out ? layout_strides(yd, {0, 2, 3, 1}) : contiguous_strides(yd);
+    // Device storage of y and indices (dense either way) -> logical NCHW order.
+    auto logical = [&](auto storage) { return from_storage(storage, yd, ys); };
     void* xp =
         t == DType::kFloat32 ? to_device(to_storage<float>(x, xd, xs)) : to_device(to_storage<sim::half>(x, xd, xs));
     void* yp = dalloc(numel(yd) * 4);
     void* ip = dalloc(numel(yd) * 8);
-    const TensorDesc id = desc(index_type, yd);
-    ASSERT_EQ(max_pool2d_forward(handle_, p, desc(t, xd, xs), xp, desc(t, yd), yp, &id, ip), Status::kSuccess)
+    const TensorDesc id = desc(index_type, yd, ys);
+    ASSERT_EQ(max_pool2d_forward(handle_, p, desc(t, xd, xs), xp, desc(t, yd, ys), yp, &id, ip), Status::kSuccess)
         << last_error_detail();
     std::vector<double> want;
     std::vector<std::int64_t> want_idx;
     ref_max_pool(x, {planes, H, W, oh, ow}, p, &want, &want_idx);
-    std::vector<float> got;
-    if (t == DType::kFloat32)
-      got = from_device<float>(yp, numel(yd));
-    else
-      for (sim::half v : from_device<sim::half>(yp, numel(yd))) got.push_back(float(v));
+    const std::vector<float> got = t == DType::kFloat32 ? logical(from_device<float>(yp, numel(yd)))
+                                                        : logical(from_device<sim::half>(yp, numel(yd)));
     expect_close(got, want, 0, 0, "y");
     // Without indices (a separate kernel path that skips all index work): the same values.
     void* yp2 = dalloc(numel(yd) * 4);
-    ASSERT_EQ(max_pool2d_forward(handle_, p, desc(t, xd, xs), xp, desc(t, yd), yp2, nullptr, nullptr), Status::kSuccess)
+    ASSERT_EQ(max_pool2d_forward(handle_, p, desc(t, xd, xs), xp, desc(t, yd, ys), yp2, nullptr, nullptr),
+              Status::kSuccess)
         << last_error_detail();
-    if (t == DType::kFloat32) {
-      expect_close(from_device<float>(yp2, numel(yd)), want, 0, 0, "y without indices");
-    } else {
-      std::vector<float> got2;
-      for (sim::half v : from_device<sim::half>(yp2, numel(yd))) got2.push_back(float(v));
-      expect_close(got2, want, 0, 0, "y without indices");
-    }
-    std::vector<std::int64_t> got_idx;
-    if (index_type == DType::kInt64)
-      got_idx = from_device<std::int64_t>(ip, numel(yd));
-    else
-      for (std::int32_t v : from_device<std::int32_t>(ip, numel(yd))) got_idx.push_back(v);
+    expect_close(t == DType::kFloat32 ? logical(from_device<float>(yp2, numel(yd)))
+                                      : logical(from_device<sim::half>(yp2, numel(yd))),
+                 want, 0, 0, "y without indices");
+    std::vector<std::int64_t> got_idx;  // indices < 2^24: exact through from_storage's float
+    for (float v : index_type == DType::kInt64 ? logical(from_device<std::int64_t>(ip, numel(yd)))
+                                               : logical(from_device<std::int32_t>(ip, numel(yd))))
+      got_idx.push_back(static_cast<std::int64_t>(v));
     EXPECT_EQ(got_idx, want_idx);
 
     // Backward: gradients scattered to the indices, overlaps accumulated.
     const std::vector<float> g = random<float>(numel(yd), 72);
-    void* gp = to_device(g);
     void* gxp = to_device(std::vector<float>(numel(xd), 9.0f));
-    ASSERT_EQ(max_pool2d_backward(handle_, p, desc(DType::kFloat32, yd), gp, id, ip, desc(DType::kFloat32, xd), gxp),
+    ASSERT_EQ(max_pool2d_backward(handle_, p, desc(DType::kFloat32, yd, ys), to_device(to_storage<float>(g, yd, ys)), id,
+                                  ip, desc(DType::kFloat32, xd), gxp),
               Status::kSuccess)
         << last_error_detail();
     std::vector<double> want_gx(numel(xd), 0.0);
@@ -95,6 +93,28 @@ TEST_F(MaxPoolTest, HalfNonContiguousAndInt32Indices) {
   const Dims d{2, 3, 9, 9};
   run(d, params(3, 2, 1), DType::kFloat32, layout_strides(d, {0, 2, 3, 1}));     // channels last
   run({3, 10, 10}, params(3, 2, 1), DType::kFloat32, {}, false, DType::kInt32);  // unbatched
+}
+
+// x, y and indices all channels-last (torch's output follows its input): the NHWC kernel, whose
+// windows are gathered per tap from pixel rows with the channels as the vector dim. Ties, NaN and
+// infinities, padding on every side, strides, dilation, ceil mode, fp16, int32 indices, channel
+// blocks (many channels), several row bands, and the backward from channels-last indices.
+TEST_F(MaxPoolTest, ChannelsLastInAndOut) {
+  auto nhwc = [&](const Dims& d, const Pool2dParams& p, DType t = DType::kFloat32, bool specials = false,
+                  DType index_type = DType::kInt64) {
+    run(d, p, t, layout_strides(d, {0, 2, 3, 1}), specials, index_type, true);
+  };
+  nhwc({2, 3, 16, 16}, params(3, 2, 1));  // ResNet's stem pool
+  nhwc({1, 8, 12, 12}, params(3, 2, 1), DType::kFloat32, true);
+  nhwc({2, 5, 10, 7}, params(3, 1, 1));
+  nhwc({1, 4, 13, 13}, params(3, 2, 1, 2));
+  nhwc({1, 6, 10, 10}, params(3, 3, 1, 1, true));
+  nhwc({2, 16, 9, 9}, params(2, 2, 0), DType::kFloat16, false, DType::kInt32);
+  nhwc({1, 2048, 6, 6}, params(3, 2, 1));  // channel blocks: a band of all 2048 channels is large
+  nhwc({1, 64, 57, 57}, params(3, 2, 1));  // row bands, top and bottom tiles
+  Pool2dParams p = params(3, 2, 1);
+  p.kernel_w = 2, p.stride_w = 1, p.pad_w = 0, p.dilation_h = 2;
+  nhwc({2, 3, 12, 8}, p);
 }
 
 TEST_F(MaxPoolTest, PlanesLargerThanNramUseRowBands) { run({1, 1, 90, 90}, params(3, 2, 1)); }

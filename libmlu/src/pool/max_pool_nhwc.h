@@ -1,0 +1,34 @@
+// max_pool2d_forward on channels-last tensors (torch.channels_last: C innermost, a pixel row of
+// W x C elements contiguous), one BLOCK kernel over tiles of (image, output-row band, channel
+// block), fp32 on the VFU.
+//
+// The plane kernel (max_pool_forward.cpp) walks H x W planes, so on channels-last strides its DMA
+// reads one element per C-strided segment. This kernel keeps the channels as the vector dimension
+// instead: a tile's input band [rows, padded W, cb] arrives as whole pixel rows (one segment per
+// row when the block is all of C), and each window tap (kh, kw) is one Move-DMA gather of the
+// band's [r, OW, cb] candidates (stride sw x cb along W, sh rows along H) followed by torch's update
+//   take = (cand > best) | (cand != cand); best = take ? cand : best; index = take ? tap : index
+// over the whole block, taps in torch's order (kh outer, kw inner). It starts from tap (0, 0) with
+// the window's first in-bounds index, which gives torch's indices exactly (see kernel() of
+// max_pool_forward.cpp for why); padding is -inf and never wins. Indices are fp32 (exact below
+// 2^24 = H x W) until the cast to int64/int32. Bands are triple-buffered (run_pipelined).
+#pragma once
+
+#include <cstdint>
+
+#include "mlusim/mlu/handle.h"
+#include "mlusim/mlu/pool.h"
+#include "mlusim/mlu/status.h"
+#include "mlusim/mlu/tensor.h"
+
+namespace mlusim::mlu::nn::pool {
+
+// Whether x, y (and indices) are 4-d with channels innermost (stride 1, C > 1) and pixels C apart.
+bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const TensorDesc* indices);
+
+// Launches the kernel (arguments validated by max_pool2d_forward; oh, ow: y's spatial extent).
+Status max_pool_nhwc_forward(Handle& h, const char* op, const Pool2dParams& p, const TensorDesc& x, const void* x_ptr,
+                             const TensorDesc& y, void* y_ptr, const TensorDesc* indices, void* indices_ptr,
+                             std::int64_t oh, std::int64_t ow);
+
+}  // namespace mlusim::mlu::nn::pool
