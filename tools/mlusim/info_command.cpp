@@ -36,8 +36,9 @@ void print_info(const sim::HardwareConfig& c) {
               c.tfu_dataflow == sim::Dataflow::kOutputStationary ? "output-stationary" : "weight-stationary",
               c.tfu_fold_overlap ? "on" : "off");
   std::printf("\nbandwidth (GB/s)\n");
-  std::printf("  DRAM               %8.1f  (%u channels, %llu-byte interleave, %.0f ns latency)\n", c.dram_bandwidth_gbps,
-              c.dram_channels, static_cast<unsigned long long>(c.dram_interleave_bytes), c.dram_latency_ns);
+  std::printf("  DRAM               %8.1f  (%u channels, %llu-byte interleave%s, %.0f ns latency)\n",
+              c.dram_bandwidth_gbps, c.dram_channels, static_cast<unsigned long long>(c.dram_interleave_bytes),
+              c.dram_channel_hash ? ", hashed" : "", c.dram_latency_ns);
   std::printf("  NoC / L2           %8.1f\n", c.noc_bandwidth_gbps);
   std::printf("  IO-DMA per core    %8.1f  (all cores: %.1f)\n", c.io_dma_bandwidth_gbps,
               c.io_dma_bandwidth_gbps * c.total_cores());

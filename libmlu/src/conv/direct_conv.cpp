@@ -87,8 +87,9 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
 
 // How unevenly a copy of `runs` runs of `run` bytes, `stride` bytes apart, falls on the DRAM
 // channels: busiest channel's bytes x channels / all bytes (1 = even). The DRAM model interleaves
-// addresses over its channels every dram.interleave_bytes and a copy goes at the pace of its
-// busiest channel, so this is the factor by which the copy is slower than an even one.
+// addresses over its channels every dram.interleave_bytes (sim::dram_channel_of, hashed or not)
+// and a copy goes at the pace of its busiest channel, so this is the factor by which the copy is
+// slower than an even one.
 double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint64_t stride, std::size_t runs) {
   const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes);
   const std::uint64_t chans = std::max(1u, cfg.dram_channels);
@@ -97,7 +98,7 @@ double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint
   for (std::size_t i = 0; i < std::min<std::size_t>(runs, 256); ++i)
     for (std::uint64_t a = i * stride, end = a + run; a < end;) {
       const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
-      load[(a / gran) % chans] += next - a;
+      load[sim::dram_channel_of(cfg, a)] += next - a;
       a = next;
     }
   std::uint64_t total = 0, busiest = 0;
@@ -124,7 +125,7 @@ std::size_t stage_group(const DirectConv& c, const sim::HardwareConfig& cfg, std
         std::uint64_t a = static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_t) * es;
         for (std::uint64_t end = a + run; a < end;) {
           const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
-          load[(a / gran) % chans] += next - a;
+          load[sim::dram_channel_of(cfg, a)] += next - a;
           a = next;
         }
       }

@@ -76,6 +76,10 @@ const std::vector<Field>& schema() {
       {"dram.capacity_bytes", ValueType::kBytes, "bytes", &HC::dram_bytes, between(kMiB, kTiB, kDramWhy)},
       {"dram.channels", ValueType::kCount, "channels", &HC::dram_channels, between(1, 1024)},
       {"dram.interleave_bytes", ValueType::kBytes, "bytes", &HC::dram_interleave_bytes, power_of_two(1, 1024 * kMiB)},
+      // Off by default: before the key every preset interleaved plainly (granule x on channel
+      // x % channels). On: each round of granules rotated by its index's digit sum (config.h,
+      // dram_channel_of), as controllers hash addresses so power-of-two strides spread.
+      {"dram.channel_hash", ValueType::kBool, "", &HC::dram_channel_hash, any_value(), "false"},
       {"dram.bandwidth_gbps", ValueType::kReal, "GB/s", &HC::dram_bandwidth_gbps, between(kMinGbps, kMaxGbps, kRateWhy)},
       {"dram.latency_ns", ValueType::kReal, "ns", &HC::dram_latency_ns, between(0, kMaxNs, kLatencyWhy)},
       {"dram.bus_width_bits", ValueType::kCount, "bits", &HC::dram_bus_width_bits, between(1, 65536)},

@@ -11,7 +11,8 @@
 //   effective_bytes = segments x roundup(seg_bytes, dma.burst_bytes)   (DMA moves whole bursts)
 //   path            = the issuing engine (weight 1)
 //                     + each DRAM channel, weighted by the share of DRAM bytes that fall in it
-//                       (addresses interleave every dram.interleave_bytes; GDRAM->GDRAM counts
+//                       (addresses interleave every dram.interleave_bytes, hashed with
+//                       dram.channel_hash: config.h dram_channel_of; GDRAM->GDRAM counts
 //                       both the read and the write side); DRAM bytes = GDRAM bytes written +
 //                       the whole L2 lines the read misses (the bytes read, without l2.cache)
 //                     + the NoC/L2 stage (weight 1 per GDRAM side: hits cross it too)

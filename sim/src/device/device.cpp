@@ -54,31 +54,31 @@ Picos DeviceImpl::now_abs() const {
 
 void DeviceImpl::add_dram_uses(std::uint64_t addr, std::uint64_t bytes, double total_bytes,
                                std::vector<FlowUse>& uses) const {
-  // Bytes per channel of [addr, addr+bytes): whole interleave rounds spread evenly, the
-  // partial head and tail granules go to their own channels.
+  // Bytes per channel of [addr, addr+bytes) (dram_channel_of): granule by granule up to a round
+  // boundary, whole rounds spread evenly (each channel holds one granule of every round, hashed
+  // or not), the tail granule by granule.
   const std::uint64_t g = config.dram_interleave_bytes;
   const std::uint64_t nch = config.dram_channels;
+  const std::uint64_t round = g * nch;
   std::vector<std::uint64_t> per(nch, 0);
   std::uint64_t a = addr - gdram.base();
   std::uint64_t left = bytes;
-  while (left > 0 && a % g != 0) {  // head: up to the next granule boundary
-    const std::uint64_t n = std::min(left, g - a % g);
-    per[(a / g) % nch] += n;
-    a += n;
-    left -= n;
-  }
-  const std::uint64_t rounds = left / (g * nch);
+  auto granules_until = [&](std::uint64_t end) {
+    while (left > 0 && a < end) {
+      const std::uint64_t n = std::min({left, g - a % g, end - a});
+      per[dram_channel_of(config, a)] += n;
+      a += n;
+      left -= n;
+    }
+  };
+  granules_until((a + round - 1) / round * round);  // head: up to the next round boundary
+  const std::uint64_t rounds = left / round;
   if (rounds > 0) {
     for (auto& p : per) p += rounds * g;
-    a += rounds * g * nch;
-    left -= rounds * g * nch;
+    a += rounds * round;
+    left -= rounds * round;
   }
-  while (left > 0) {
-    const std::uint64_t n = std::min(left, g);
-    per[(a / g) % nch] += n;
-    a += n;
-    left -= n;
-  }
+  granules_until(a + left);
   for (std::uint64_t c = 0; c < nch; ++c)
     if (per[c] > 0) uses.push_back({dram_channels[c], static_cast<double>(per[c]) / total_bytes});
 }

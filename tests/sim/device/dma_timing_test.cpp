@@ -56,6 +56,39 @@ TEST_F(DmaTiming, InterleavingSpreadsContiguousCopiesOverChannels) {
   EXPECT_EQ(strided.end_ps - strided.start_ps, (200 + 256) * 1000u);
 }
 
+// dram.channel_hash: the same 64 segments of 64 B, 1 KiB apart (one 4 x 256 B round each), start
+// at granule 4i, round i, channel digitsum_4(i) mod 4: over i = 0..63 every channel takes 16 of
+// them, so the copy spreads as the contiguous one does and the DMA's 32 GB/s decides (128 ns).
+TEST_F(DmaTiming, ChannelHashSpreadsRoundStridedCopies) {
+  build("tiny", {{"dma.io_bandwidth_gbps", "32"}, {"dram.channel_hash", "true"}});
+  const std::uint64_t src = dmalloc(64 * 1024, 1024);
+  const KernelRecord strided = run("hashed", [src] {
+    CopyShape s{64, 64, /*dst_stride1=*/64, /*src_stride1=*/1024};
+    memcpy_strided(nram_alloc<std::uint8_t>(4096), Addr{Space::kGdram, src}, s, Dir::kGdram2Nram);
+  });
+  EXPECT_EQ(strided.end_ps - strided.start_ps, (200 + 128) * 1000u);
+}
+
+// The mapping itself (config.h dram_channel_of): plain is x mod n; hashed rotates round q by the
+// digit sum of q in base n, so every round still holds each channel once, for any n.
+TEST(DramChannel, HashedRoundsArePermutationsRotatedByTheirDigitSum) {
+  HardwareConfig c{};
+  c.dram_interleave_bytes = 256;
+  for (std::uint32_t n : {4u, 6u, 16u}) {
+    c.dram_channels = n;
+    c.dram_channel_hash = false;
+    EXPECT_EQ(dram_channel_of(c, 256 * (3 * n + 2)), 2u);
+    c.dram_channel_hash = true;
+    for (std::uint64_t q : {0ull, 1ull, 7ull, 100ull, 12345ull}) {
+      std::vector<int> seen(n, 0);
+      for (std::uint64_t j = 0; j < n; ++j) ++seen[dram_channel_of(c, 256 * (q * n + j) + 17)];
+      for (int count : seen) EXPECT_EQ(count, 1) << "n " << n << " round " << q;
+    }
+    // Round q = n + 1 (digits 1, 1): rotated by 2.
+    EXPECT_EQ(dram_channel_of(c, 256 * ((n + 1) * n + 1)), 3u % n);
+  }
+}
+
 // Move-DMA: latency 10 cycles, 32 GB/s: 4096 B NRAM -> WRAM = 10 + 128 ns.
 TEST_F(DmaTiming, MoveDmaNramToWram) {
   const KernelRecord r = run("move", [] {

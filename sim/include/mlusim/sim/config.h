@@ -60,6 +60,7 @@ struct HardwareConfig {
   std::uint64_t dram_bytes;         // `dram.capacity_bytes`
   std::uint32_t dram_channels;      // `dram.channels`: address-interleaved channels
   std::uint64_t dram_interleave_bytes;  // `dram.interleave_bytes`: consecutive bytes per channel
+  bool dram_channel_hash;           // `dram.channel_hash`: rounds of granules rotated (dram_channel_of)
   double dram_bandwidth_gbps;       // `dram.bandwidth_gbps`: all channels together, GB/s
   double dram_latency_ns;           // `dram.latency_ns`: first-byte latency of a DRAM access
   std::uint32_t dram_bus_width_bits;  // `dram.bus_width_bits`: reported in device properties
@@ -160,5 +161,23 @@ HardwareConfig parse_config(const std::string& yaml_text, const std::string& ori
 
 // Name of the default preset ("mlu370-x4").
 const char* default_config_name();
+
+// The DRAM channel that holds byte `offset` of device memory. Addresses are cut into granules of
+// dram.interleave_bytes; granule x sits in round q = x / channels at position x % channels.
+//   plain interleave (dram.channel_hash false): channel = x % channels
+//   hashed (true):                             channel = (x % channels + digitsum(q)) % channels,
+//     digitsum(q) = the sum of q's digits in base `channels`.
+// Hashed, every round still covers each channel once (a rotation), but strides that are a
+// multiple of a round (a matrix whose rows are 4 KiB apart on 16 x 256 B channels) no longer start
+// every row on the same channel: memory controllers hash address bits into the channel for this
+// reason (partition camping); the digit sum is a simple stand-in for their XOR hashes that works
+// for any channel count.
+inline std::uint32_t dram_channel_of(const HardwareConfig& c, std::uint64_t offset) {
+  const std::uint64_t n = c.dram_channels, x = offset / c.dram_interleave_bytes;
+  if (!c.dram_channel_hash || n == 1) return static_cast<std::uint32_t>(x % n);
+  std::uint64_t rot = 0;
+  for (std::uint64_t q = x / n; q > 0; q /= n) rot += q % n;
+  return static_cast<std::uint32_t>((x % n + rot) % n);
+}
 
 }  // namespace mlusim::sim
