@@ -8,6 +8,7 @@
 #include <mlusim_ext.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "calibration_table.h"
@@ -63,6 +64,41 @@ TEST(CalibrationTable, ReadsTheShippedTpuV3Table) {
   EXPECT_EQ(c.out_h(), 56);
   EXPECT_DOUBLE_EQ(c.measured_cycles, 1496802.0);
   EXPECT_DOUBLE_EQ(c.macs(), 64.0 * 64 * 56 * 56 * 64 * 9);
+}
+
+// The 22-workload table: the 8 calibration rows with tpuv3.csv's measurements, the 14 held-out
+// ones as predictions, every kind with its shape.
+TEST(CalibrationTable, ReadsTheShippedTwentyTwoWorkloadTable) {
+  const std::string dir = std::string(MLUSIM_TEST_DATA_DIR) + "/calibration/";
+  const CalibrationTable all = read_calibration_table(dir + "tpuv3-workloads.csv");
+  const CalibrationTable measured = read_calibration_table(dir + "tpuv3.csv");
+  EXPECT_EQ(all.measured_column, "tpuv3_cycles");
+  ASSERT_EQ(all.rows.size(), 22u);
+  std::size_t predictions = 0;
+  for (const CalibrationRow& r : all.rows) {
+    if (!r.measured()) {
+      ++predictions;
+      continue;
+    }
+    const auto same = std::find_if(measured.rows.begin(), measured.rows.end(),
+                                   [&](const CalibrationRow& m) { return m.workload == r.workload; });
+    ASSERT_NE(same, measured.rows.end()) << r.workload;
+    EXPECT_DOUBLE_EQ(r.measured_cycles, same->measured_cycles) << r.workload;
+    EXPECT_DOUBLE_EQ(r.macs(), same->macs()) << r.workload;
+  }
+  EXPECT_EQ(predictions, 14u);
+  std::map<WorkloadKind, int> kinds;
+  for (const CalibrationRow& r : all.rows) ++kinds[r.kind];
+  EXPECT_EQ(kinds[WorkloadKind::kAttention], 3);
+  EXPECT_EQ(kinds[WorkloadKind::kLayerNorm], 3);
+  EXPECT_EQ(kinds[WorkloadKind::kSoftmax], 3);
+  EXPECT_EQ(kinds[WorkloadKind::kModel], 2);
+  EXPECT_EQ(kinds[WorkloadKind::kEncoder], 3);
+  const CalibrationRow& large = all.rows[20];
+  EXPECT_EQ(large.workload, "bert_large");
+  EXPECT_EQ(large.batch, 16);  // heads
+  EXPECT_EQ(large.seq, 512);
+  EXPECT_EQ(large.width, 1024);
 }
 
 TEST(CalibrationTable, CommentsBlankLinesCrlfAndColumnOrder) {
