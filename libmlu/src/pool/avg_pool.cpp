@@ -250,7 +250,7 @@ Status avg_pool_forward(Handle* h, const char* op, const Pool2dParams& p, const 
   args.pv = make_pool_views({&x, &y}, {x_ptr, y_ptr});
   const int nd = x.ndim();
   args.t = base_tiling(p, args.pv, x.dim(nd - 2), x.dim(nd - 1), oh, ow);
-  MLU_CHECK(plan_pool_tiles(&args.t, h->nram_bytes(), h->total_cores(), forward_footprint, 8), Status::kNotSupported,
+  MLU_CHECK(plan_pool_tiles(&args.t, h->nram_bytes(), h->total_cores(), forward_footprint, kPoolTilesPerCore), Status::kNotSupported,
             std::string(op) + ": NRAM too small for one output row of " + x.str());
   MLU_RETURN_IF_ERROR(launch(
       *h, op, [args] { forward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.t.tiles())),

@@ -13,7 +13,7 @@
 // gives +0 (same index). Indices are computed in fp32 (exact below 2^24 = H*W limit) and cast to
 // int64 (or int32) for the output; without indices the index work is skipped.
 // Channels-last x, y and indices take the NHWC kernel instead (max_pool_nhwc.h).
-// Tiles are equal row bands of planes (kTilesPerCore pipeline steps per core where the planes are
+// Tiles are equal row bands of planes (kPoolTilesPerCore pipeline steps per core where the planes are
 // few), triple-buffered by run_pipelined; the pad fill of a band buffer is redone only for tiles
 // that reach the top or bottom padding.
 #include <algorithm>
@@ -38,8 +38,6 @@ using sim::VecReduceOp;
 using sim::VecUnaryOp;
 
 constexpr DType kF32 = DType::kFloat32;
-// Pipeline steps per core the tiling aims at: the first load and the last store are not hidden.
-constexpr std::int64_t kTilesPerCore = 8;
 
 // Slack elements after arrays that are read at a constant shift.
 std::int64_t band_slack(const PoolTiling& t) { return std::max<std::int64_t>(t.w.s, (t.w.k - 1) * t.w.d + 1); }
@@ -153,15 +151,10 @@ void kernel(const Args& a) {
     fv_for = key;
     row_array(fv, [&](std::int64_t i) { return (t.h.first_valid(tile.oh0 + i) - base) * t.w.in; });
   };
-  // torch's rule, one tap over n elements: take = cand > best || cand is NaN;
-  // best_out = take ? cand : best_in; idx_out = take ? cidx : idx_in.
+  // torch's rule, one tap over n elements (max_pool_take).
+  const MaxTakeScratch scratch{t1, t2, take};
   auto update = [&](Addr best_out, Addr idx_out, Addr best_in, Addr idx_in, Addr cand, Addr cidx, std::size_t n) {
-    dev::vec_binary(VecBinaryOp::kGt, kF32, t1, cand, best_in, n);
-    dev::vec_binary(VecBinaryOp::kNe, kF32, t2, cand, cand, n);
-    dev::vec_binary(VecBinaryOp::kMax, kF32, t1, t1, t2, n);
-    dev::vec_cast(DType::kBool, take, kF32, t1, n);
-    dev::vec_select(kF32, best_out, take, cand, best_in, n);
-    if (a.has_indices) dev::vec_select(kF32, idx_out, take, cidx, idx_in, n);
+    max_pool_take(scratch, n, best_out, best_in, cand, a.has_indices, idx_out, idx_in, cidx);
   };
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.tiles()));
@@ -287,7 +280,7 @@ Status max_pool2d_forward(Handle* h, const Pool2dParams& p, const TensorDesc& x,
   t.w = {x.dim(nd - 1), ow, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w};
   t.planes = args.pv.planes;
   t.last_plane_dim = args.pv.views[0].dims[args.pv.plane_dims - 1];
-  MLU_CHECK(plan_pool_tiles(&t, h->nram_bytes(), h->total_cores(), footprint, kTilesPerCore), Status::kNotSupported,
+  MLU_CHECK(plan_pool_tiles(&t, h->nram_bytes(), h->total_cores(), footprint, kPoolTilesPerCore), Status::kNotSupported,
             std::string(op) + ": NRAM too small for one output row of " + x.str());
   MLU_RETURN_IF_ERROR(launch(
       *h, op, [args] { kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(t.tiles())), cnrtFuncTypeBlock));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/int_math.h"
 #include "common/launch.h"
 #include "pool/pool_band.h"
 #include "pool/pool_geometry.h"
@@ -24,11 +25,6 @@ using sim::VecBinaryOp;
 using sim::VecUnaryOp;
 
 constexpr DType kF32 = DType::kFloat32;
-// Pipeline steps per core the tiling aims at (as the plane kernel): the first load and the last
-// store are not hidden.
-constexpr std::int64_t kTilesPerCore = 8;
-
-std::size_t up128(std::size_t b) { return (b + 127) / 128 * 128; }
 
 // [N, C, H, W] view strides of a 4-d channels-last tensor: n, h, w (elements; c is 1).
 struct Nhwc {
@@ -84,7 +80,8 @@ void kernel(const Args& a) {
     if (a.has_indices) io[k] = alloc(out_n * 8);
   }
   const Addr band32 = es_x != 4 ? alloc(band_n * 4) : Addr{};
-  const Addr cand = alloc(out_n * 4), t1 = alloc(out_n * 4), t2 = alloc(out_n * 4), take = alloc(out_n);
+  const Addr cand = alloc(out_n * 4);
+  const MaxTakeScratch scratch{alloc(out_n * 4), alloc(out_n * 4), alloc(out_n)};  // t1, t2, take
   const Addr best32 = es_y != 4 ? alloc(out_n * 4) : Addr{};
   Addr vi{}, cidx{}, base{}, fv{}, fv_top{}, ones{}, pattern{};
   const std::size_t pixels = static_cast<std::size_t>(t.r * t.ow), cb = static_cast<std::size_t>(t.cb);
@@ -177,15 +174,9 @@ void kernel(const Args& a) {
         for (std::int64_t kh = 0; kh < t.ah.k; ++kh)
           for (std::int64_t kw = kh == 0 ? 1 : 0; kw < t.aw.k; ++kw) {
             gather(cand, kh, kw);
-            dev::vec_binary(VecBinaryOp::kGt, kF32, t1, cand, best, n);
-            dev::vec_binary(VecBinaryOp::kNe, kF32, t2, cand, cand, n);
-            dev::vec_binary(VecBinaryOp::kMax, kF32, t1, t1, t2, n);
-            dev::vec_cast(DType::kBool, take, kF32, t1, n);
-            dev::vec_select(kF32, best, take, cand, best, n);
-            if (a.has_indices) {
+            if (a.has_indices)
               dev::vec_binary_scalar(VecBinaryOp::kAdd, kF32, cidx, base, double(kh * t.ah.d * t.w + kw * t.aw.d), n);
-              dev::vec_select(kF32, vi, take, cidx, vi, n);
-            }
+            max_pool_take(scratch, n, best, best, cand, a.has_indices, vi, vi, cidx);
           }
         if (es_y != 4) dev::vec_cast(a.y.dtype, yo[k], kF32, best, n);
         if (a.has_indices) {
@@ -212,10 +203,10 @@ void kernel(const Args& a) {
 }
 
 // Largest channel block, then the largest band, that fits NRAM and gives every core about
-// kTilesPerCore tiles; failing that, the most tiles. Channel blocks of less than 64 bytes (short
+// kPoolTilesPerCore tiles; failing that, the most tiles. Channel blocks of less than 64 bytes (short
 // DMA segments) only where no longer one fits.
 bool plan(Tiling* t, const Handle& h, std::size_t es_x, std::size_t es_y, bool indices) {
-  const std::int64_t target = static_cast<std::int64_t>(h.total_cores()) * kTilesPerCore;
+  const std::int64_t target = static_cast<std::int64_t>(h.total_cores()) * kPoolTilesPerCore;
   for (const std::int64_t min_block : {std::int64_t{64}, std::int64_t{1}}) {
     Tiling best;
     bool found = false;

@@ -87,6 +87,17 @@ void interleave_phases(Addr dst, const std::vector<Addr>& phases, std::int64_t n
   }
 }
 
+void max_pool_take(const MaxTakeScratch& s, std::size_t n, Addr best_out, Addr best_in, Addr cand, bool indices,
+                   Addr idx_out, Addr idx_in, Addr cidx) {
+  constexpr DType kF32 = DType::kFloat32;
+  dev::vec_binary(VecBinaryOp::kGt, kF32, s.t1, cand, best_in, n);
+  dev::vec_binary(VecBinaryOp::kNe, kF32, s.t2, cand, cand, n);
+  dev::vec_binary(VecBinaryOp::kMax, kF32, s.t1, s.t1, s.t2, n);
+  dev::vec_cast(DType::kBool, s.take, kF32, s.t1, n);
+  dev::vec_select(kF32, best_out, s.take, cand, best_in, n);
+  if (indices) dev::vec_select(kF32, idx_out, s.take, cidx, idx_in, n);
+}
+
 void store_scalars(Addr dst, const std::vector<float>& values) {
   for (std::size_t i = 0; i < values.size(); ++i)
     dev::store(sim::Nram<float>(dst.value) + static_cast<std::int64_t>(i), values[i]);

@@ -61,6 +61,17 @@ void fill_e0(Addr e0, std::int64_t sw);
 void interleave_phases(Addr dst, const std::vector<Addr>& phases, std::int64_t n, std::int64_t sw,
                        const std::vector<Addr>& masks, Addr ones, Addr scratch);
 
+// torch's max-pooling rule for one window tap over n fp32 elements (torch's CPU kernel keeps the
+// first strict maximum, or the latest NaN):
+//   take = cand > best_in || cand is NaN; best_out = take ? cand : best_in;
+//   with indices: idx_out = take ? cidx : idx_in.
+// t1, t2: fp32 scratch, take: bool scratch, n elements each.
+struct MaxTakeScratch {
+  Addr t1, t2, take;
+};
+void max_pool_take(const MaxTakeScratch& s, std::size_t n, Addr best_out, Addr best_in, Addr cand, bool indices,
+                   Addr idx_out = {}, Addr idx_in = {}, Addr cidx = {});
+
 // Writes values computed by the kernel's scalar code with one scalar store each (fp32).
 void store_scalars(Addr dst, const std::vector<float>& values);
 // Copies the first block_bytes of dst over the next copies-1 blocks (one Move-DMA, source stride 0).

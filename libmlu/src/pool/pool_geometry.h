@@ -89,6 +89,9 @@ using PoolFootprint = std::size_t (*)(const PoolTiling& t);
 // every core gets several pipeline steps and no band is mostly empty.
 bool plan_pool_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint,
                      std::int64_t tiles_per_core = 0);
+// Pipeline steps per core the forward pooling kernels aim at: the first load and the last store
+// are not hidden.
+constexpr std::int64_t kPoolTilesPerCore = 8;
 bool plan_pool_grad_tiles(PoolTiling* t, std::size_t nram_bytes, std::uint32_t cores, PoolFootprint footprint);
 
 }  // namespace mlusim::mlu::nn
