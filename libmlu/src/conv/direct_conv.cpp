@@ -85,53 +85,56 @@ CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh,
   return b;
 }
 
-// How unevenly a copy of `runs` runs of `run` bytes, `stride` bytes apart, falls on the DRAM
-// channels: busiest channel's bytes x channels / all bytes (1 = even). The DRAM model interleaves
-// addresses over its channels every dram.interleave_bytes (sim::dram_channel_of, hashed or not)
-// and a copy goes at the pace of its busiest channel, so this is the factor by which the copy is
-// slower than an even one.
-double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint64_t stride, std::size_t runs) {
-  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes);
-  const std::uint64_t chans = std::max(1u, cfg.dram_channels);
-  if (run == 0 || runs == 0 || chans == 1) return 1.0;
-  std::vector<std::uint64_t> load(chans, 0);
-  for (std::size_t i = 0; i < std::min<std::size_t>(runs, 256); ++i)
-    for (std::uint64_t a = i * stride, end = a + run; a < end;) {
-      const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
-      load[sim::dram_channel_of(cfg, a)] += next - a;
+// Bytes per DRAM channel of a set of byte ranges, and how unevenly they fall: busiest channel's
+// bytes x channels / all bytes (1 = even). The DRAM model interleaves addresses over its channels
+// every dram.interleave_bytes (sim::dram_channel_of, hashed or not) and a copy goes at the pace of
+// its busiest channel, so the skew is the factor by which the copy is slower than an even one.
+class ChannelLoad {
+ public:
+  explicit ChannelLoad(const sim::HardwareConfig& cfg)
+      : cfg_(cfg), gran_(std::max<std::uint64_t>(1, cfg.dram_interleave_bytes)), load_(std::max(1u, cfg.dram_channels)) {}
+  void add(std::uint64_t a, std::uint64_t bytes) {
+    for (const std::uint64_t end = a + bytes; a < end;) {
+      const std::uint64_t next = std::min(end, (a / gran_ + 1) * gran_);
+      load_[sim::dram_channel_of(cfg_, a)] += next - a;
       a = next;
     }
-  std::uint64_t total = 0, busiest = 0;
-  for (std::uint64_t v : load) total += v, busiest = std::max(busiest, v);
-  return static_cast<double>(busiest) * static_cast<double>(chans) / static_cast<double>(total);
+  }
+  double skew() const {
+    std::uint64_t total = 0, busiest = 0;
+    for (std::uint64_t v : load_) total += v, busiest = std::max(busiest, v);
+    return static_cast<double>(busiest) * static_cast<double>(load_.size()) / static_cast<double>(total);
+  }
+
+ private:
+  const sim::HardwareConfig& cfg_;
+  std::uint64_t gran_;
+  std::vector<std::uint64_t> load_;
+};
+
+// The skew of a copy of `runs` runs of `run` bytes, `stride` bytes apart (the first 256 runs).
+double channel_skew(const sim::HardwareConfig& cfg, std::uint64_t run, std::uint64_t stride, std::size_t runs) {
+  if (run == 0 || runs == 0 || cfg.dram_channels <= 1) return 1.0;
+  ChannelLoad load(cfg);
+  for (std::size_t i = 0; i < std::min<std::size_t>(runs, 256); ++i) load.add(i * stride, run);
+  return load.skew();
 }
 
 // Cin chunks the memory core stages per copy (a divisor of qc): the fewest whose copy spreads
 // over the DRAM channels. A staging copy reads, per output channel and tap, a run of gq x cc
-// channels; the DRAM model interleaves addresses over its channels every dram.interleave_bytes
-// and a copy goes at the pace of its busiest channel, so short runs a whole tap apart can all
-// land on a few channels (e.g. 128-byte runs 1 KiB apart on 6 channels of 256 bytes: half of
-// them). Accepted: the busiest channel carries at most 1.25x the mean.
+// channels; a copy goes at the pace of its busiest DRAM channel (ChannelLoad), so short runs a
+// whole tap apart can all land on a few channels (e.g. 128-byte runs 1 KiB apart on 6 plainly
+// interleaved channels of 256 bytes: half of them). Accepted: the busiest channel carries at most
+// 1.25x the mean.
 std::size_t stage_group(const DirectConv& c, const sim::HardwareConfig& cfg, std::size_t nco, std::size_t cc) {
   const std::size_t qc = c.c / cc, es = sim::dtype_size(c.dtype), taps = c.kh * c.kw;
-  const std::uint64_t gran = std::max<std::uint64_t>(1, cfg.dram_interleave_bytes);
-  const std::uint64_t chans = std::max(1u, cfg.dram_channels);
   for (std::size_t d = 1; d < qc; ++d) {
     if (qc % d != 0) continue;
-    std::vector<std::uint64_t> load(chans, 0);
-    const std::uint64_t run = d * cc * es;
+    ChannelLoad load(cfg);
     for (std::size_t o = 0; o < std::min<std::size_t>(nco, 64); ++o)
-      for (std::size_t t = 0; t < taps; ++t) {
-        std::uint64_t a = static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_t) * es;
-        for (std::uint64_t end = a + run; a < end;) {
-          const std::uint64_t next = std::min(end, (a / gran + 1) * gran);
-          load[sim::dram_channel_of(cfg, a)] += next - a;
-          a = next;
-        }
-      }
-    std::uint64_t total = 0, busiest = 0;
-    for (std::uint64_t v : load) total += v, busiest = std::max(busiest, v);
-    if (static_cast<double>(busiest) * static_cast<double>(chans) <= 1.25 * static_cast<double>(total)) return d;
+      for (std::size_t t = 0; t < taps; ++t)
+        load.add(static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_t) * es, d * cc * es);
+    if (load.skew() <= 1.25) return d;
   }
   return qc;
 }
