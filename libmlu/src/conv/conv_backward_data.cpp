@@ -5,7 +5,9 @@
 // device to [Cg][tap][OCg] so the engine's rows are depth-contiguous.
 // Channels-innermost operands run the direct NHWC kernel instead (direct_conv.h): the forward
 // convolution of dy with the weights transposed to [C][tap][OC], taps mirrored; strided ones as
-// one such convolution per output phase with its sub-kernel (backward_data_phases()).
+// one such convolution per output phase with its sub-kernel (backward_data_phases()); a phase no
+// tap reaches (kernel < stride) is filled with the bias, or zeros.
+#include <algorithm>
 #include <memory>
 
 #include "common/error.h"
@@ -42,6 +44,7 @@ struct Setup {
     conv::DirectConv dc;
     conv::DirectPlan plan;
     std::size_t wt_at = 0;
+    bool whole_rows = false;  // no taps in any phase of rows ry: one fill of their every column
   };
   std::vector<Phase> phases;
   conv::WorkspaceLayout ws;
@@ -69,9 +72,20 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
   if (conv::direct_backward_data_applies(*h, s, st->dyv, st->wv, st->dxv)) {
     const bool strided = s.p.stride_h > 1 || s.p.stride_w > 1;
     bool fits = true;
-    for (const conv::DataPhase& ph : conv::backward_data_phases(s)) {
+    const std::vector<conv::DataPhase> phases = conv::backward_data_phases(s);
+    for (const conv::DataPhase& ph : phases) {
       Setup::Phase r;
       r.ph = ph;
+      if (ph.taps_h * ph.taps_w == 0) {  // filled with the bias (or zeros) at run time
+        // Rows whose every phase is tapless (a 1x1 / 2's odd rows) take one fill of whole rows,
+        // listed at their first phase: contiguous runs instead of every stride_w-th pixel.
+        const auto row_has_taps = [&](const conv::DataPhase& o) { return o.ry == ph.ry && o.taps_h * o.taps_w > 0; };
+        r.whole_rows = std::none_of(phases.begin(), phases.end(), row_has_taps);
+        if (r.whole_rows && ph.rx > 0) continue;
+        if (r.whole_rows) r.ph.out_w = s.w;
+        st->phases.push_back(r);
+        continue;
+      }
       conv::DirectConv& d = r.dc;
       d.dtype = s.dtype;
       d.n = s.n, d.h = s.oh, d.w = s.ow, d.c = s.oc, d.oc = s.c, d.kh = ph.taps_h, d.kw = ph.taps_w;
@@ -92,7 +106,8 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
     }
     if (fits) {
       st->direct = true;
-      for (Setup::Phase& r : st->phases) r.wt_at = st->ws.add(s.oc * s.c * r.ph.taps_h * r.ph.taps_w * es);
+      for (Setup::Phase& r : st->phases)
+        if (r.ph.taps_h * r.ph.taps_w > 0) r.wt_at = st->ws.add(s.oc * s.c * r.ph.taps_h * r.ph.taps_w * es);
       return Status::kSuccess;
     }
     st->phases.clear();
@@ -198,9 +213,25 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
   if (st.direct) {
     const std::size_t es = sim::dtype_size(s.dtype);
     for (const Setup::Phase& r : st.phases) {
+      const conv::DataPhase& ph = r.ph;
+      const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
+      if (ph.taps_h * ph.taps_w == 0) {
+        // No tap reaches the phase: its pixels are the bias, or zeros, written by the epilogue of
+        // an empty product over [images x out_h] batches of [out_w pixels, C channels].
+        gemm::OutputSpec fill;
+        fill.dtype = s.dtype;
+        fill.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
+        fill.batch = BatchIndexer{{i64(s.n), i64(ph.out_h)}, {st.dxv.strides[0], s.p.stride_h * st.dxv.strides[2]}};
+        fill.row_stride = (r.whole_rows ? 1 : s.p.stride_w) * st.dxv.strides[3];
+        fill.col_stride = st.dxv.strides[1];
+        if (bias) fill.bias = true, fill.bias_base = bias_base, fill.bias_stride = bias->stride(0);
+        MLU_RETURN_IF_ERROR(gemm::launch_splitk_reduce(*h, "conv2d_backward_data_fill", fill, 0, 0,
+                                                       s.n * ph.out_h, ph.out_w, s.c));
+        ++kernels;
+        continue;
+      }
       // The phase's taps w[o, c, k0y + s_h my, k0x + s_w mx] -> wt[c, (K'y-1-my, K'x-1-mx), o]: per tap
       // an [OC, C] -> [C, OC] transpose.
-      const conv::DataPhase& ph = r.ph;
       const std::size_t taps = ph.taps_h * ph.taps_w;
       const std::int64_t first = i64(ph.k0y) * st.wv.strides[2] + i64(ph.k0x) * st.wv.strides[3];
       const gemm::MatrixView src{
@@ -215,7 +246,6 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
                                                     s.c, src, dst, &k));
       kernels += k;
       conv::DirectConv dc = r.dc;
-      const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
       dc.x_base = addr(dy_ptr), dc.w_base = ws + r.wt_at;
       if (bias) dc.out.bias_base = bias_base, dc.out.bias_stride = bias->stride(0);
       dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));

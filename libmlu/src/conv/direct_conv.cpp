@@ -494,7 +494,11 @@ std::vector<DataPhase> backward_data_phases(const ConvShape& s) {
     for (std::size_t rx = 0; rx < sw; ++rx) {
       const Dim y = dim(ry, sh, s.p.pad_h, s.kh, s.h), x = dim(rx, sw, s.p.pad_w, s.kw, s.w);
       if (y.out == 0 || x.out == 0) continue;
-      if (y.taps == 0 || x.taps == 0 || y.pad < 0 || x.pad < 0) return {};
+      if (y.taps == 0 || x.taps == 0) {  // no tap reaches these outputs: dx there is the bias, or 0
+        v.push_back(DataPhase{ry, rx, y.out, x.out, 0, 0, 0, 0, 0, 0});
+        continue;
+      }
+      if (y.pad < 0 || x.pad < 0) return {};
       v.push_back(DataPhase{ry, rx, y.out, x.out, y.k0, x.k0, y.taps, x.taps, y.pad, x.pad});
     }
   return v;

@@ -96,8 +96,9 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
 // At stride s > 1 (dilation 1) dx splits into s_h x s_w phases (rows ry + s_h a, columns
 // rx + s_w b); phase (ry, rx) is the stride-1 convolution of dy with the sub-kernel of the taps
 // ky = ry + pad_h (mod s_h), kx likewise (backward_data_phases()), written with row pitch s_h
-// rows and pixel stride s_w, so no zero-interleaved dy and no per-window gather.
-// Needs groups 1, every phase with taps and a padding >= 0 (stride 1: pad <= dilation x
+// rows and pixel stride s_w, so no zero-interleaved dy and no per-window gather. A phase no tap
+// reaches (kernel < stride: a 1x1 / 2 downsample has three of four) is the bias, or zero.
+// Needs groups 1, every phase with taps at a padding >= 0 (stride 1: pad <= dilation x
 // (kernel - 1)), dy/dx channels-innermost, weights with channel stride 1, a TFU for the dtype.
 bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
                                   const View4& dx);
@@ -105,11 +106,13 @@ bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const Vie
 // One phase of a strided backward-data (stride 1: the one phase, ry = rx = 0, all taps): output
 // rows ry + stride_h x a (a < out_h), columns rx + stride_w x b (b < out_w); taps ky = k0y +
 // stride_h x m (m < taps_h), mirrored in the sub-kernel; the stride-1 convolution's padding.
+// taps_h x taps_w == 0: no tap reaches the phase (k0 and the paddings are then 0).
 struct DataPhase {
   std::size_t ry = 0, rx = 0, out_h = 0, out_w = 0, k0y = 0, k0x = 0, taps_h = 0, taps_w = 0;
   std::int64_t pad_h = 0, pad_w = 0;
 };
-// The phases with outputs (empty list: some phase has no taps, or a negative padding).
+// The phases with outputs (empty list: dilation with stride, or a phase with taps at a negative
+// padding).
 std::vector<DataPhase> backward_data_phases(const ConvShape& s);
 
 // The best plan for `conv` (rh == 0 when nothing fits the on-chip memories); conv.out's bias and

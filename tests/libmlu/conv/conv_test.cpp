@@ -419,8 +419,10 @@ TEST_F(ConvTest, DirectBackwardData) {
 }
 
 // Strided, channels-innermost: one direct convolution per output phase with its sub-kernel
-// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16); a 1x1 / 2 has
-// phases without taps and keeps the GEMM.
+// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16). Phases no tap
+// reaches are filled with zeros or the bias over dx's previous contents: a 1x1 / 2 is its weights'
+// transpose, one direct kernel, one fill of the odd columns of even rows and one of whole odd
+// rows; a 3x3 / 4 has tapless rows and tapless columns in rows with taps.
 TEST_F(ConvTest, DirectBackwardDataStrided) {
   const Format cl = Format::kChannelsLast;
   const Case s2{2, 6, 9, 8, 5, 3, 3, params(1, 1, 2, 2, 1, 1, 1)};
@@ -440,6 +442,13 @@ TEST_F(ConvTest, DirectBackwardDataStrided) {
   backward_data<float>({2, 5, 10, 7, 4, 3, 2, params(2, 0, 2, 1, 1, 1, 1)}, cl, cl, cl, 1e-4);
   backward_data<half>(s2, cl, cl, cl, 3e-3);
   backward_data<float>(kCases[5], cl, cl, cl, 1e-4);
+  EXPECT_EQ(h().ops().back().kernels, 4u);
+  backward_data<float>(kCases[5], cl, cl, cl, 1e-4, /*bias=*/true);
+  const Case s4{2, 5, 13, 14, 6, 3, 3, params(0, 0, 4, 4, 1, 1, 1)};  // rows and columns 3, 7, 11: no taps
+  backward_data<float>(s4, cl, cl, cl, 1e-4);
+  // 9 phases with taps (transpose + direct each), 3 tapless in rows with taps, rows 3 mod 4 whole.
+  EXPECT_EQ(h().ops().back().kernels, 9u * 2 + 3 + 1);
+  backward_data<half>(s4, Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3, /*bias=*/true);
 }
 
 TEST_F(ConvTest, BackwardDataDepthwise) {
