@@ -7,11 +7,15 @@
 // for the sums and a sweep for dx.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/launch.h"
 #include "norm/batch_norm_common.h"
+#include "norm/batch_norm_split.h"
+#include "norm/partial_sum.h"
 #include "softmax/pipeline.h"
 
 namespace mlusim::mlu {
@@ -24,7 +28,9 @@ using sim::VecBinaryOp;
 using sim::VecUnaryOp;
 using tile::kF32;
 
-enum Channel { kWeight, kMean, kInvstdOrVar, kDweight, kDbias, kChannelTensors };
+// kSumG, kSumGX: the split's fp32 totals sum(dy), sum(dy * xhat) (inputs of its last stage).
+enum Channel { kWeight, kMean, kInvstdOrVar, kDweight, kDbias, kSumG, kSumGX, kChannelTensors };
+constexpr int kInputs[] = {kWeight, kMean, kInvstdOrVar, kSumG, kSumGX};
 
 // NRAM: three (x, dy) tile pairs and a scratch tile; per set, five per-channel buffers; five
 // per-channel temporaries; ones.
@@ -38,6 +44,7 @@ struct BackwardArgs {
   TensorView channel[kChannelTensors];
   bool has[kChannelTensors] = {};
   bool training = true, want_dx = false;
+  bool given_sums = false;  // the split's last stage: dx from kSumG / kSumGX, no sums of its own
   double eps = 0;
   std::int64_t m = 0;
   ReductionTiling tiling;
@@ -64,7 +71,7 @@ void backward_kernel(const BackwardArgs& a) {
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
   // Sums are needed for dweight/dbias and for the training dx; multi-pass needs them before dx.
-  const bool want_sums = a.has[kDweight] || a.has[kDbias] || (a.training && a.want_dx);
+  const bool want_sums = !a.given_sums && (a.has[kDweight] || a.has[kDbias] || (a.training && a.want_dx));
   const std::size_t chunks = static_cast<std::size_t>(t.chunks());
   const std::size_t passes = t.multipass() && a.want_dx && want_sums ? 2 : 1;
   using Step = PassStep;
@@ -88,7 +95,7 @@ void backward_kernel(const BackwardArgs& a) {
         load_f32_async(a.x, st.tb.box, xs[k], n);
         load_f32_async(a.dy, st.tb.box, gs[k], n);
         const Box sb = t.stats_box_of(st.tb.box);
-        for (int c : {kWeight, kMean, kInvstdOrVar})
+        for (int c : kInputs)
           if (a.has[c]) load_f32_async(a.channel[c], sb, ch[k][c], st.tb.shape.stats());
       },
       [&](std::size_t s, int k) {
@@ -98,8 +105,12 @@ void backward_kernel(const BackwardArgs& a) {
         const Addr x = xs[k], g = gs[k];
         widen_f32(a.x.dtype, x, count);
         widen_f32(a.dy.dtype, g, count);
-        for (int c : {kWeight, kMean, kInvstdOrVar})
+        for (int c : kInputs)
           if (a.has[c]) widen_f32(a.channel[c].dtype, ch[k][c], n);
+        if (a.given_sums) {
+          dev::vec_unary(VecUnaryOp::kCopy, kF32, sum_g, ch[k][kSumG], n);
+          dev::vec_unary(VecUnaryOp::kCopy, kF32, sum_gx, ch[k][kSumGX], n);
+        }
         if (a.training) {
           dev::vec_unary(VecUnaryOp::kCopy, kF32, invstd, ch[k][kInvstdOrVar], n);
         } else {  // invstd from the running variance
@@ -148,13 +159,47 @@ void backward_kernel(const BackwardArgs& a) {
       });
 }
 
+std::optional<ReductionTiling> plan_tiles(Handle* h, const TensorView& x, int r_begin, int i_begin) {
+  return plan_reduction(x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
+                        target_tile_elements(x.numel(), h->total_cores()), backward_footprint);
+}
+
+// Workspace of the split for x's views grouped alone (dy and dx with x's strides): slice sums of
+// dy and dy * xhat, and their fp32 totals.
+std::size_t backward_workspace(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
+  TensorView xv = permuted_view(x, nullptr, s);
+  const auto [r_begin, i_begin] = group_batch_norm_views({&xv}, s);
+  const auto tiling = plan_tiles(h, xv, r_begin, i_begin);
+  const std::int64_t slices = tiling ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), backward_footprint) : 1;
+  return slices > 1 ? split_workspace_bytes(slices, s.channels, 2, 2) : 0;
+}
+
+Status launch_kernel(Handle* h, const char* op, const BackwardArgs& args) {
+  return launch(
+      *h, op, [args] { backward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.tiling.groups())),
+      cnrtFuncTypeBlock);
+}
+
 }  // namespace
+
+Status get_batch_norm_backward_workspace_size(Handle* h, const TensorDesc& x, std::size_t* bytes) {
+  using namespace nn;
+  const char* op = "get_batch_norm_backward_workspace_size";
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": bytes is null");
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  BatchNormShape s;
+  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
+  *bytes = x.numel() == 0 ? 0 : backward_workspace(h, x, s);
+  return Status::kSuccess;
+}
 
 Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDesc& dy, const void* dy_ptr,
                            const TensorDesc& x, const void* x_ptr, const TensorDesc* weight, const void* weight_ptr,
                            const TensorDesc& mean, const void* mean_ptr, const TensorDesc& invstd_or_var,
                            const void* invstd_or_var_ptr, const TensorDesc* dx, void* dx_ptr, const TensorDesc* dweight,
-                           void* dweight_ptr, const TensorDesc* dbias, void* dbias_ptr) {
+                           void* dweight_ptr, const TensorDesc* dbias, void* dbias_ptr, void* workspace,
+                           std::size_t workspace_bytes) {
   using namespace nn;
   const char* op = "batch_norm_backward";
   MLU_RETURN_IF_ERROR(check_handle(h, op));
@@ -185,6 +230,10 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
+  const std::size_t need = backward_workspace(h, x, s);
+  MLU_CHECK(workspace_bytes >= need && (need == 0 || workspace != nullptr), Status::kBadParam,
+            std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, needs " +
+                std::to_string(need) + " (get_batch_norm_backward_workspace_size)");
   BackwardArgs args;
   args.training = training;
   args.want_dx = dx != nullptr;
@@ -194,25 +243,73 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   args.dy = permuted_view(dy, dy_ptr, s);
   args.dx = dx ? permuted_view(*dx, dx_ptr, s) : args.x;
   std::vector<TensorView*> views{&args.x, &args.dy, &args.dx};
-  const TensorDesc* channel[kChannelTensors] = {weight, &mean, &invstd_or_var, dweight, dbias};
-  const void* channel_ptr[kChannelTensors] = {weight_ptr, mean_ptr, invstd_or_var_ptr, dweight_ptr, dbias_ptr};
+  const TensorDesc* channel[kChannelTensors] = {weight, &mean, &invstd_or_var, dweight, dbias, nullptr, nullptr};
+  const void* channel_ptr[kChannelTensors] = {weight_ptr, mean_ptr, invstd_or_var_ptr, dweight_ptr, dbias_ptr,
+                                              nullptr,    nullptr};
   std::uint64_t bytes = static_cast<std::uint64_t>(x.numel()) * (x.element_size() + dy.element_size());
   if (dx != nullptr) bytes += static_cast<std::uint64_t>(x.numel()) * dx->element_size();
+  // The workspace's fp32 [C] arrays (kSumG, kSumGX: the totals; the slices' sums of dy and of
+  // dy * xhat, made [S][C] after the split) ride along as channel views.
+  const TensorDesc fp32 = fp32_channels(s.channels);
+  TensorView partial_g = channel_view(fp32, nullptr, x, s), partial_gx = partial_g;
   for (int c = 0; c < kChannelTensors; ++c) {
     args.has[c] = channel[c] != nullptr;
     args.channel[c] = args.has[c] ? channel_view(*channel[c], channel_ptr[c], x, s) : args.x;
+    if (c == kSumG || c == kSumGX) args.channel[c] = partial_g;
     views.push_back(&args.channel[c]);
     if (args.has[c]) bytes += static_cast<std::uint64_t>(s.channels) * channel[c]->element_size();
   }
-  const auto [r_begin, i_begin] = group_batch_norm_views(views, s);
-  const auto tiling = plan_reduction(args.x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
-                                     target_tile_elements(x.numel(), h->total_cores()), backward_footprint);
+  views.push_back(&partial_g), views.push_back(&partial_gx);
+  auto [r_begin, i_begin] = group_batch_norm_views(views, s);
+  auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
   MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
-  args.tiling = *tiling;
-  MLU_RETURN_IF_ERROR(launch(
-      *h, op, [args] { backward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.tiling.groups())),
-      cnrtFuncTypeBlock));
-  record(*h, op, 0, bytes, 1);
+  // Sums are what the split spreads; a backward without them (eval, dx only) is elementwise.
+  const bool want_sums = dweight != nullptr || dbias != nullptr || (training && dx != nullptr);
+  const std::int64_t slices = want_sums ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), backward_footprint) : 1;
+  if (slices == 1 || workspace == nullptr || workspace_bytes < split_workspace_bytes(slices, s.channels, 2, 2)) {
+    args.tiling = *tiling;
+    MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
+    record(*h, op, 0, bytes, 1);
+    return Status::kSuccess;
+  }
+  std::tie(r_begin, i_begin) = split_first_reduced(views, r_begin, i_begin, slices);
+  tiling = plan_tiles(h, args.x, r_begin, i_begin);
+  MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
+  const auto ws = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(workspace));
+  const std::uint64_t partial = static_cast<std::uint64_t>(slices * s.channels) * 4, total = std::uint64_t(s.channels) * 4;
+  partial_g.base = ws, partial_gx.base = ws + partial;
+  make_partial(&partial_g, r_begin, s.channels);
+  make_partial(&partial_gx, r_begin, s.channels);
+  args.channel[kSumG].base = ws + 2 * partial, args.channel[kSumGX].base = ws + 2 * partial + total;
+
+  BackwardArgs sums = args;  // the slices' sum(dy) and sum(dy * xhat)
+  sums.tiling = *tiling;
+  sums.want_dx = false;
+  sums.has[kWeight] = sums.has[kSumG] = sums.has[kSumGX] = false;
+  sums.has[kDbias] = sums.has[kDweight] = true;
+  sums.channel[kDbias] = partial_g, sums.channel[kDweight] = partial_gx;
+  MLU_RETURN_IF_ERROR(launch_kernel(h, op, sums));
+
+  void* const total_g = reinterpret_cast<void*>(static_cast<std::uintptr_t>(args.channel[kSumG].base));
+  void* const total_gx = reinterpret_cast<void*>(static_cast<std::uintptr_t>(args.channel[kSumGX].base));
+  const void* const pg = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(partial_g.base));
+  const void* const pgx = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(partial_gx.base));
+  std::vector<PartialSum> reduce;
+  if (dx != nullptr && training) reduce.push_back({pg, slices, &fp32, total_g}), reduce.push_back({pgx, slices, &fp32, total_gx});
+  if (dbias != nullptr) reduce.push_back({pg, slices, dbias, dbias_ptr});
+  if (dweight != nullptr) reduce.push_back({pgx, slices, dweight, dweight_ptr});
+  MLU_RETURN_IF_ERROR(launch_partial_sums(*h, op, reduce));
+  std::uint32_t kernels = 2;
+  if (dx != nullptr) {  // dx from the totals
+    BackwardArgs grad = args;
+    grad.tiling = *tiling;
+    grad.given_sums = true;
+    grad.has[kDweight] = grad.has[kDbias] = false;
+    grad.has[kSumG] = grad.has[kSumGX] = training;
+    MLU_RETURN_IF_ERROR(launch_kernel(h, op, grad));
+    ++kernels;
+  }
+  record(*h, op, 0, bytes + 2 * partial * 2 + 2 * total * 2, kernels);
   return Status::kSuccess;
 }
 

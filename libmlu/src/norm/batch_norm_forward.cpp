@@ -11,11 +11,14 @@
 // sweep whatever the size.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/launch.h"
 #include "norm/batch_norm_common.h"
+#include "norm/batch_norm_split.h"
 #include "softmax/pipeline.h"
 
 namespace mlusim::mlu {
@@ -43,6 +46,9 @@ struct ForwardArgs {
   TensorView channel[kChannelTensors];
   bool has[kChannelTensors] = {};
   bool training = true;
+  // One slice of a split reduction (batch_norm_split.h): save_mean <- the slice's mean,
+  // save_invstd <- its biased variance; no y, no running statistics.
+  bool partial = false;
   double eps = 0, momentum = 0;
   std::int64_t m = 0;  // values per channel
   ReductionTiling tiling;
@@ -68,7 +74,7 @@ void forward_kernel(const ForwardArgs& a) {
 
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.groups()));
   const std::size_t chunks = static_cast<std::size_t>(t.chunks());
-  const std::size_t passes = a.training && t.multipass() ? 3 : 1;
+  const std::size_t passes = a.training && t.multipass() ? (a.partial ? 2 : 3) : 1;
   using Step = PassStep;
   const PassSchedule schedule(t, range, passes, dev::task_id(), dev::task_dim());
   const std::size_t steps = schedule.size();
@@ -77,7 +83,7 @@ void forward_kernel(const ForwardArgs& a) {
   auto stats_step = [&](const Step& st) {
     return a.training && st.chunk + 1 == chunks && st.pass == (passes == 1 ? 0 : 1);
   };
-  auto writes = [&](const Step& st) { return st.pass + 1 == passes; };
+  auto writes = [&](const Step& st) { return !a.partial && st.pass + 1 == passes; };
   // Which per-channel inputs a step reads: weight and bias where it writes y; the running
   // statistics where training updates them (only there, so no load overlaps their store) or,
   // in inference, everywhere.
@@ -96,6 +102,11 @@ void forward_kernel(const ForwardArgs& a) {
   auto finish_stats = [&](const tile::Shape& s, int k) {
     const std::size_t n = s.stats();
     dev::vec_binary_scalar(VecBinaryOp::kMul, kF32, acc, acc, inv_m, n);  // biased variance
+    if (a.partial) {
+      dev::vec_unary(VecUnaryOp::kNeg, kF32, ch[k][kSaveMean], neg_mean, n);
+      dev::vec_unary(VecUnaryOp::kCopy, kF32, ch[k][kSaveInvstd], acc, n);
+      return;
+    }
     dev::vec_binary_scalar(VecBinaryOp::kAdd, kF32, invstd, acc, a.eps, n);
     dev::vec_unary(VecUnaryOp::kRsqrt, kF32, invstd, invstd, n);
     if (a.has[kSaveMean]) dev::vec_unary(VecUnaryOp::kNeg, kF32, ch[k][kSaveMean], neg_mean, n);
@@ -166,7 +177,7 @@ void forward_kernel(const ForwardArgs& a) {
           dev::vec_binary(VecBinaryOp::kAdd, kF32, neg_mean, neg_mean, part, n);
           tile::reduce_sum(sh, acc, x, ones, scratch, true);
           finish_stats(sh, k);
-          normalize(sh, x, k);
+          if (!a.partial) normalize(sh, x, k);
           return;
         }
         if (st.pass == 0) {
@@ -221,10 +232,39 @@ Status check_forward(const char* op, Handle* h, double eps, const TensorDesc& x,
   return check_ptr(y_ptr, y, op, "y");
 }
 
-// Builds the views, plans and launches; records the op.
+std::optional<ReductionTiling> plan_tiles(Handle* h, const TensorView& x, int r_begin, int i_begin) {
+  return plan_reduction(x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
+                        target_tile_elements(x.numel(), h->total_cores()), forward_footprint);
+}
+
+// The split's slices for x's views grouped alone (y with x's strides): what the workspace is for.
+std::int64_t slices_of(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
+  TensorView xv = permuted_view(x, nullptr, s);
+  const auto [r_begin, i_begin] = group_batch_norm_views({&xv}, s);
+  const auto tiling = plan_tiles(h, xv, r_begin, i_begin);
+  return tiling ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), forward_footprint) : 1;
+}
+
+// Workspace of the training forward's split: slice means and variances, the channel totals.
+std::size_t training_workspace(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
+  const std::int64_t slices = slices_of(h, x, s);
+  return slices > 1 ? split_workspace_bytes(slices, s.channels, 2, 2) : 0;
+}
+
+Status launch_kernel(Handle* h, const char* op, const ForwardArgs& args) {
+  return launch(
+      *h, op, [args] { forward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.tiling.groups())),
+      cnrtFuncTypeBlock);
+}
+
+// Builds the views, plans and launches; records the op. Inference and a training forward without
+// a split: one kernel. With a split (batch_norm_split.h) both run over [S | D / S] views; training
+// then takes three kernels: the slices' statistics into the workspace, their combination (saved
+// and running statistics, the fp32 totals), and the inference kernel on the totals, which writes y.
 Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorDesc& x, const void* x_ptr,
                       const TensorDesc& y, void* y_ptr, const TensorDesc* const channel[kChannelTensors],
-                      const void* const channel_ptr[kChannelTensors], const BatchNormShape& s) {
+                      void* const channel_ptr[kChannelTensors], const BatchNormShape& s, void* workspace,
+                      std::size_t workspace_bytes) {
   args.x = permuted_view(x, x_ptr, s);
   args.y = permuted_view(y, y_ptr, s);
   args.m = s.per_channel;
@@ -238,15 +278,65 @@ Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorD
     const bool updated = c == kRunMean || c == kRunVar;  // read and written
     bytes += static_cast<std::uint64_t>(s.channels) * channel[c]->element_size() * (updated && args.training ? 2 : 1);
   }
-  const auto [r_begin, i_begin] = group_batch_norm_views(views, s);
-  const auto tiling = plan_reduction(args.x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
-                                     target_tile_elements(x.numel(), h->total_cores()), forward_footprint);
+  // The workspace's fp32 [C] arrays as channel views: slice means and variances (made [S][C]
+  // after the split), and the totals.
+  const TensorDesc fp32 = fp32_channels(s.channels);
+  enum { kPartialMean, kPartialVar, kTotalMean, kTotalVar, kWorkspaceViews };
+  TensorView wv[kWorkspaceViews];
+  for (TensorView& v : wv) v = channel_view(fp32, nullptr, x, s), views.push_back(&v);
+  auto [r_begin, i_begin] = group_batch_norm_views(views, s);
+  auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
+  MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
+  const std::int64_t slices = choose_slices(*tiling, h->total_cores(), h->nram_bytes(), forward_footprint);
+  const std::size_t need = split_workspace_bytes(slices, s.channels, 2, 2);
+  if (slices == 1 || (args.training && (workspace == nullptr || workspace_bytes < need))) {
+    args.tiling = *tiling;
+    MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
+    record(*h, op, 0, bytes, 1);
+    return Status::kSuccess;
+  }
+  std::tie(r_begin, i_begin) = split_first_reduced(views, r_begin, i_begin, slices);
+  tiling = plan_tiles(h, args.x, r_begin, i_begin);
   MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
   args.tiling = *tiling;
-  MLU_RETURN_IF_ERROR(launch(
-      *h, op, [args] { forward_kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(args.tiling.groups())),
-      cnrtFuncTypeBlock));
-  record(*h, op, 0, bytes, 1);
+  if (!args.training) {
+    MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
+    record(*h, op, 0, bytes, 1);
+    return Status::kSuccess;
+  }
+  const auto ws = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(workspace));
+  const std::uint64_t partial = static_cast<std::uint64_t>(slices * s.channels) * 4, total = std::uint64_t(s.channels) * 4;
+  wv[kPartialMean].base = ws, wv[kPartialVar].base = ws + partial;
+  wv[kTotalMean].base = ws + 2 * partial, wv[kTotalVar].base = ws + 2 * partial + total;
+  make_partial(&wv[kPartialMean], r_begin, s.channels);
+  make_partial(&wv[kPartialVar], r_begin, s.channels);
+
+  ForwardArgs stats = args;  // the slices' means and biased variances
+  stats.partial = true;
+  stats.m = s.per_channel / slices;
+  for (bool& has : stats.has) has = false;
+  stats.has[kSaveMean] = stats.has[kSaveInvstd] = true;
+  stats.channel[kSaveMean] = wv[kPartialMean], stats.channel[kSaveInvstd] = wv[kPartialVar];
+  MLU_RETURN_IF_ERROR(launch_kernel(h, op, stats));
+
+  CombineForward c;
+  c.partial_mean = wv[kPartialMean].base, c.partial_var = wv[kPartialVar].base;
+  c.total_mean = wv[kTotalMean].base, c.total_var = wv[kTotalVar].base;
+  c.slices = slices, c.channels = s.channels, c.m = s.per_channel;
+  c.eps = args.eps, c.momentum = args.momentum;
+  c.running_mean = channel[kRunMean], c.running_mean_ptr = channel_ptr[kRunMean];
+  c.running_var = channel[kRunVar], c.running_var_ptr = channel_ptr[kRunVar];
+  c.save_mean = channel[kSaveMean], c.save_mean_ptr = channel_ptr[kSaveMean];
+  c.save_invstd = channel[kSaveInvstd], c.save_invstd_ptr = channel_ptr[kSaveInvstd];
+  MLU_RETURN_IF_ERROR(launch_combine_forward(*h, op, c));
+
+  ForwardArgs norm = args;  // y = x * a + (b - mean * a), a = w * rsqrt(var + eps)
+  norm.training = false;
+  for (int k : {kRunMean, kRunVar, kSaveMean, kSaveInvstd}) norm.has[k] = false;
+  norm.has[kRunMean] = norm.has[kRunVar] = true;
+  norm.channel[kRunMean] = wv[kTotalMean], norm.channel[kRunVar] = wv[kTotalVar];
+  MLU_RETURN_IF_ERROR(launch_kernel(h, op, norm));
+  record(*h, op, 0, bytes + 2 * partial * 2 + total * 4, 3);
   return Status::kSuccess;
 }
 
@@ -257,7 +347,8 @@ Status batch_norm_forward_training(Handle* h, double momentum, double eps, const
                                    const void* bias_ptr, const TensorDesc* running_mean, void* running_mean_ptr,
                                    const TensorDesc* running_var, void* running_var_ptr, const TensorDesc& y,
                                    void* y_ptr, const TensorDesc* save_mean, void* save_mean_ptr,
-                                   const TensorDesc* save_invstd, void* save_invstd_ptr) {
+                                   const TensorDesc* save_invstd, void* save_invstd_ptr, void* workspace,
+                                   std::size_t workspace_bytes) {
   using namespace nn;
   const char* op = "batch_norm_forward_training";
   BatchNormShape s;
@@ -274,14 +365,31 @@ Status batch_norm_forward_training(Handle* h, double momentum, double eps, const
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
+  const std::size_t need = training_workspace(h, x, s);
+  MLU_CHECK(workspace_bytes >= need && (need == 0 || workspace != nullptr), Status::kBadParam,
+            std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, needs " +
+                std::to_string(need) + " (get_batch_norm_forward_training_workspace_size)");
   ForwardArgs args;
   args.training = true;
   args.eps = eps;
   args.momentum = momentum;
   const TensorDesc* channel[kChannelTensors] = {weight, bias, running_mean, running_var, save_mean, save_invstd};
-  const void* channel_ptr[kChannelTensors] = {weight_ptr,      bias_ptr,      running_mean_ptr,
-                                              running_var_ptr, save_mean_ptr, save_invstd_ptr};
-  return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s);
+  void* const channel_ptr[kChannelTensors] = {const_cast<void*>(weight_ptr), const_cast<void*>(bias_ptr),
+                                              running_mean_ptr,                running_var_ptr,
+                                              save_mean_ptr,                   save_invstd_ptr};
+  return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s, workspace, workspace_bytes);
+}
+
+Status get_batch_norm_forward_training_workspace_size(Handle* h, const TensorDesc& x, std::size_t* bytes) {
+  using namespace nn;
+  const char* op = "get_batch_norm_forward_training_workspace_size";
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": bytes is null");
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  BatchNormShape s;
+  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
+  *bytes = x.numel() == 0 ? 0 : training_workspace(h, x, s);
+  return Status::kSuccess;
 }
 
 Status batch_norm_forward_inference(Handle* h, double eps, const TensorDesc& x, const void* x_ptr,
@@ -303,9 +411,10 @@ Status batch_norm_forward_inference(Handle* h, double eps, const TensorDesc& x, 
   args.training = false;
   args.eps = eps;
   const TensorDesc* channel[kChannelTensors] = {weight, bias, &running_mean, &running_var, nullptr, nullptr};
-  const void* channel_ptr[kChannelTensors] = {weight_ptr,      bias_ptr, running_mean_ptr,
-                                              running_var_ptr, nullptr,  nullptr};
-  return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s);
+  void* const channel_ptr[kChannelTensors] = {const_cast<void*>(weight_ptr), const_cast<void*>(bias_ptr),
+                                              const_cast<void*>(running_mean_ptr), const_cast<void*>(running_var_ptr),
+                                              nullptr, nullptr};
+  return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s, nullptr, 0);
 }
 
 }  // namespace mlusim::mlu

@@ -411,11 +411,11 @@ TEST_F(Bf16Ops, BatchNormTrainingInferenceAndBackwardMatchNaiveSums) {
     void* pdw = dalloc(c * 4);
     void* pdb = dalloc(c * 4);
     ASSERT_EQ(batch_norm_forward_training(&h(), 0.1, 1e-5, xd, px, &cd, pwt, &cd, pbs, &cd, prm, &cd, prv, xd, py, &cd,
-                                          psm, &cd, psi),
+                                          psm, &cd, psi, nullptr, 0),
               Status::kSuccess)
         << last_error_detail();
     ASSERT_EQ(batch_norm_backward(&h(), true, 1e-5, xd, pg, xd, px, &cd, pwt, cd, psm, cd, psi, &xd, pdx, &cd, pdw, &cd,
-                                  pdb),
+                                  pdb, nullptr, 0),
               Status::kSuccess)
         << last_error_detail();
     ASSERT_EQ(batch_norm_forward_inference(&h(), 1e-5, xd, px, &cd, pwt, &cd, pbs, cd, prm, cd, prv, xd, pyi),
@@ -597,7 +597,7 @@ TEST_F(Bf16Ops, Mlu370RejectsBf16ConvNormPoolLossAndDropout) {
   refused(conv2d_forward(&h(), cp, x, p, desc(kBf16, {2, 2, 1, 1}), p, nullptr, nullptr, x, p, p, 4096),
           "conv2d_forward", "x");
   refused(batch_norm_forward_training(&h(), 0.1, 1e-5, x, p, &c32, p, &c32, p, nullptr, nullptr, nullptr, nullptr, x,
-                                      p, nullptr, nullptr, nullptr, nullptr),
+                                      p, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
           "batch_norm_forward_training", "x");
   Pool2dParams pp;
   pp.kernel_h = pp.kernel_w = pp.stride_h = pp.stride_w = 2;

@@ -2,6 +2,9 @@
 // reference with torch's semantics (biased variance to normalise, unbiased in running_var).
 #include "mlusim/mlu/norm.h"
 
+#include <memory>
+#include <optional>
+
 #include "softmax/nn_test_util.h"
 
 namespace mlusim::mlu::testing {
@@ -67,7 +70,9 @@ class BatchNormTest : public MluTest {
                                 : from_storage(from_device<sim::half>(p, n), d, s);
   }
 
-  void run(const Case& c, bool training) {
+  // split: whether the reduction must be split over the cores (batch_norm_split.h), if given;
+  // either way a split (a workspace) means three kernels.
+  void run(const Case& c, bool training, std::optional<bool> split = std::nullopt) {
     const Dims xs = c.strides.empty() ? contiguous_strides(c.dims) : c.strides;
     const std::int64_t N = c.dims[0], C = c.dims[1], S = numel(c.dims) / (N * C);
     const bool half = c.type == DType::kFloat16;
@@ -89,10 +94,15 @@ class BatchNormTest : public MluTest {
     void* sip = dalloc(C * 4);
     const double tol = half ? 1e-2 : 3e-5;
     if (training) {
+      std::size_t ws = 0;
+      ASSERT_EQ(get_batch_norm_forward_training_workspace_size(handle_, xd, &ws), Status::kSuccess);
+      if (split) EXPECT_EQ(ws > 0, *split) << "forward workspace " << ws << " of " << xd.str();
       ASSERT_EQ(batch_norm_forward_training(handle_, momentum, eps, xd, xp, &cd, wp, &cd, bp, &cd, rmp, &cd, rvp, xd,
-                                            yp, &cd, smp, &cd, sip),
+                                            yp, &cd, smp, &cd, sip, ws ? dalloc(ws) : nullptr, ws),
                 Status::kSuccess)
           << last_error_detail();
+      // Split: the slices' statistics, their combination, the normalizing pass.
+      EXPECT_EQ(h().ops().back().kernels, ws > 0 ? 3u : 1u);
       expect_close(download(c.type, yp, c.dims, xs), ref.y, tol, tol, "y");
       expect_close(from_device<float>(smp, C), ref.mean, 1e-5 + 1e-6 * std::abs(c.offset), 1e-5, "save_mean");
       expect_close(from_device<float>(sip, C), ref.invstd, 1e-5, 1e-4, "save_invstd");
@@ -112,10 +122,15 @@ class BatchNormTest : public MluTest {
     void* dxp = upload(c.type, std::vector<float>(x.size(), 0.0f), c.dims, xs);
     void* dwp = dalloc(C * 4);
     void* dbp = dalloc(C * 4);
+    std::size_t ws = 0;
+    ASSERT_EQ(get_batch_norm_backward_workspace_size(handle_, xd, &ws), Status::kSuccess);
+    if (split) EXPECT_EQ(ws > 0, *split) << "backward workspace " << ws << " of " << xd.str();
     ASSERT_EQ(batch_norm_backward(handle_, training, eps, xd, gp, xd, xp, &cd, wp, cd, mp, cd, ip, &xd, dxp, &cd, dwp,
-                                  &cd, dbp),
+                                  &cd, dbp, ws ? dalloc(ws) : nullptr, ws),
               Status::kSuccess)
         << last_error_detail();
+    // Split: the slices' sums, their totals (dweight, dbias and fp32 copies), dx.
+    EXPECT_EQ(h().ops().back().kernels, ws > 0 ? 3u : 1u);
     const double btol = half ? 2e-2 : 1e-4;
     expect_close(download(c.type, dxp, c.dims, xs), ref.dx, btol, btol, "dx");
     expect_close(from_device<float>(dwp, C), ref.dw, btol * 10, btol, "dweight");
@@ -143,6 +158,83 @@ TEST_F(BatchNormTest, ChannelsLargerThanNramUseMultiplePasses) {
   run({{3000, 4}}, true);  // long columns
 }
 
+// Few channel groups over many values: the reduction splits over tiny's 8 cores (slices of the
+// coalesced N x H x W of channels-last memory, or of N in NCHW), combined per channel; results
+// as unsplit, including a large mean (the slices' means combine with their spread) and fp16.
+TEST_F(BatchNormTest, FewChannelsSplitOverCores) {
+  const Dims cl{4, 8, 32, 32}, nchw{8, 2, 64, 64};
+  run({cl, DType::kFloat32, layout_strides(cl, {0, 2, 3, 1})}, true, true);
+  run({cl, DType::kFloat32, layout_strides(cl, {0, 2, 3, 1}), 100.0f}, true, true);
+  run({cl, DType::kFloat16, layout_strides(cl, {0, 2, 3, 1})}, true, true);
+  run({cl, DType::kFloat32, layout_strides(cl, {0, 2, 3, 1})}, false, true);
+  run({nchw}, true, true);
+  run({{2, 8, 16, 16}, DType::kFloat32, layout_strides({2, 8, 16, 16}, {0, 2, 3, 1})}, true, false);  // 512 values
+}
+
+// The split's workspace: less than the query's size is refused (naming the query), and nothing
+// is written; the inference forward splits without one.
+TEST_F(BatchNormTest, SplitWorkspaceIsChecked) {
+  const Dims d{4, 8, 32, 32};
+  const TensorDesc xd = desc(DType::kFloat32, d, layout_strides(d, {0, 2, 3, 1})), cd = desc(DType::kFloat32, {8});
+  std::size_t fwd = 0, bwd = 0;
+  ASSERT_EQ(get_batch_norm_forward_training_workspace_size(handle_, xd, &fwd), Status::kSuccess);
+  ASSERT_EQ(get_batch_norm_backward_workspace_size(handle_, xd, &bwd), Status::kSuccess);
+  EXPECT_GT(fwd, 0u);
+  EXPECT_GT(bwd, 0u);
+  EXPECT_EQ(get_batch_norm_backward_workspace_size(handle_, xd, nullptr), Status::kBadParam);
+  const std::vector<float> y0(numel(d), 7.0f);
+  void* xp = to_device(random<float>(numel(d), 71));
+  void* yp = to_device(y0);
+  void* ws = dalloc(fwd);
+  EXPECT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, xd, xp, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                        nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr, ws,
+                                        fwd - 1),
+            Status::kBadParam);
+  EXPECT_NE(last_error_detail().find("get_batch_norm_forward_training_workspace_size"), std::string::npos);
+  EXPECT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, xd, xp, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                        nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                        fwd),
+            Status::kBadParam);
+  EXPECT_EQ(from_device<float>(yp, numel(d)), y0);
+  void* mp = to_device(std::vector<float>(8, 0.0f));
+  void* ip = to_device(std::vector<float>(8, 1.0f));
+  EXPECT_EQ(batch_norm_backward(handle_, true, 1e-5, xd, xp, xd, xp, nullptr, nullptr, cd, mp, cd, ip, &xd, yp, nullptr,
+                                nullptr, nullptr, nullptr, ws, bwd - 1),
+            Status::kBadParam);
+  EXPECT_NE(last_error_detail().find("get_batch_norm_backward_workspace_size"), std::string::npos);
+  EXPECT_EQ(from_device<float>(yp, numel(d)), y0);
+}
+
+// The split's kernels run after the call returns: they keep views, not the caller's descriptors
+// (freed here before the queue runs; ASan builds report a use after free).
+TEST_F(BatchNormTest, SplitKernelsOutliveTheirDescriptors) {
+  const Dims d{4, 8, 32, 32};
+  const TensorDesc xd = desc(DType::kFloat32, d, layout_strides(d, {0, 2, 3, 1}));
+  void* xp = to_device(std::vector<float>(numel(d), 2.0f));
+  void* yp = dalloc(numel(d) * 4);
+  void* rmp = to_device(std::vector<float>(8, 0.0f));
+  void* rvp = to_device(std::vector<float>(8, 1.0f));
+  void* smp = dalloc(32);
+  void* sip = dalloc(32);
+  std::size_t ws = 0;
+  ASSERT_EQ(get_batch_norm_forward_training_workspace_size(handle_, xd, &ws), Status::kSuccess);
+  ASSERT_GT(ws, 0u);
+  void* wsp = dalloc(ws);
+  ASSERT_EQ(cnrtQueueSync(h().queue()), cnrtSuccess);
+  {
+    auto cd = std::make_unique<TensorDesc>(desc(DType::kFloat32, {8}));
+    ASSERT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, xd, xp, nullptr, nullptr, nullptr, nullptr, cd.get(), rmp,
+                                          cd.get(), rvp, xd, yp, cd.get(), smp, cd.get(), sip, wsp, ws),
+              Status::kSuccess)
+        << last_error_detail();
+  }
+  // A constant input: mean 2, variance 0.
+  expect_close(from_device<float>(rmp, 8), std::vector<double>(8, 0.2), 1e-6, 1e-6, "running_mean");
+  expect_close(from_device<float>(rvp, 8), std::vector<double>(8, 0.9), 1e-6, 1e-6, "running_var");
+  expect_close(from_device<float>(smp, 8), std::vector<double>(8, 2.0), 1e-6, 1e-6, "save_mean");
+  expect_close(from_device<float>(sip, 8), std::vector<double>(8, 1 / std::sqrt(1e-5)), 1e-3, 1e-5, "save_invstd");
+}
+
 TEST_F(BatchNormTest, Inference) {
   run({{3, 5, 4, 6}}, false);
   run({{17, 9}, DType::kFloat16}, false);
@@ -158,7 +250,7 @@ TEST_F(BatchNormTest, OptionalTensorsAndSubsetsOfGradients) {
   void* yp = dalloc(60 * 4);
   const TensorDesc xd = desc(DType::kFloat32, d), cd = desc(DType::kFloat32, {4});
   ASSERT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, xd, xp, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                        nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr),
+                                        nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
             Status::kSuccess)
       << last_error_detail();
   expect_close(from_device<float>(yp, 60), ref.y, 3e-5, 3e-5, "y");
@@ -166,11 +258,11 @@ TEST_F(BatchNormTest, OptionalTensorsAndSubsetsOfGradients) {
   void* ip = to_device(std::vector<float>(ref.invstd.begin(), ref.invstd.end()));
   void* dbp = dalloc(16);
   ASSERT_EQ(batch_norm_backward(handle_, true, 1e-5, xd, gp, xd, xp, nullptr, nullptr, cd, mp, cd, ip, nullptr, nullptr,
-                                nullptr, nullptr, &cd, dbp),
+                                nullptr, nullptr, &cd, dbp, nullptr, 0),
             Status::kSuccess);
   expect_close(from_device<float>(dbp, 4), ref.db, 1e-5, 1e-5, "dbias");
   ASSERT_EQ(batch_norm_backward(handle_, true, 1e-5, xd, gp, xd, xp, nullptr, nullptr, cd, mp, cd, ip, &xd, yp, nullptr,
-                                nullptr, nullptr, nullptr),
+                                nullptr, nullptr, nullptr, nullptr, 0),
             Status::kSuccess);
   expect_close(from_device<float>(yp, 60), ref.dx, 1e-5, 1e-4, "dx");
 }
@@ -178,16 +270,16 @@ TEST_F(BatchNormTest, OptionalTensorsAndSubsetsOfGradients) {
 TEST_F(BatchNormTest, EmptyAndBadArguments) {
   const TensorDesc e = desc(DType::kFloat32, {0, 3, 2}), c3 = desc(DType::kFloat32, {3});
   EXPECT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, e, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                        nullptr, nullptr, nullptr, e, nullptr, nullptr, nullptr, nullptr, nullptr),
+                                        nullptr, nullptr, nullptr, e, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
             Status::kSuccess);
   void* p = dalloc(1024);
   const TensorDesc x = desc(DType::kFloat32, {2, 3, 4});
   auto train = [&](const TensorDesc& xd, const TensorDesc* w, const TensorDesc& y, double eps) {
     return batch_norm_forward_training(handle_, 0.1, eps, xd, p, w, p, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                       nullptr, y, p, nullptr, nullptr, nullptr, nullptr);
+                                       nullptr, y, p, nullptr, nullptr, nullptr, nullptr, nullptr, 0);
   };
   EXPECT_EQ(batch_norm_forward_training(nullptr, 0.1, 1e-5, x, p, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                        nullptr, nullptr, x, p, nullptr, nullptr, nullptr, nullptr),
+                                        nullptr, nullptr, x, p, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
             Status::kNotInitialized);
   EXPECT_EQ(train(desc(DType::kFloat32, {6}), nullptr, desc(DType::kFloat32, {6}), 1e-5), Status::kBadParam);
   const TensorDesc w4 = desc(DType::kFloat32, {4});
@@ -199,7 +291,7 @@ TEST_F(BatchNormTest, EmptyAndBadArguments) {
   EXPECT_EQ(batch_norm_forward_inference(handle_, 1e-5, x, p, nullptr, nullptr, nullptr, nullptr, w4, p, c3, p, x, p),
             Status::kBadParam);
   EXPECT_EQ(batch_norm_backward(handle_, true, 1e-5, x, p, x, p, nullptr, nullptr, c3, p, c3, p, &x, nullptr, nullptr,
-                                nullptr, nullptr, nullptr),
+                                nullptr, nullptr, nullptr, nullptr, 0),
             Status::kBadParam);
 }
 
@@ -212,7 +304,7 @@ TEST_F(BatchNormTest, ResultsComeFromSimulatedMemory) {
   const TensorDesc xd = desc(DType::kFloat32, d);
   auto run = [&] {
     EXPECT_EQ(batch_norm_forward_training(handle_, 0.1, 1e-5, xd, xp, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                          nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr),
+                                          nullptr, nullptr, nullptr, xd, yp, nullptr, nullptr, nullptr, nullptr, nullptr, 0),
               Status::kSuccess);
     return from_device<float>(yp, numel(d));
   };

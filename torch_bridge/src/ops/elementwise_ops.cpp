@@ -170,10 +170,12 @@ void check_overlap(const char* name, const Tensor& out, std::initializer_list<co
                   "single memory location. Please clone() the tensor before performing the operation.");
 }
 
-// The device operand whose sizes are the output's (its dense layout is kept), else undefined.
+// The first device operand of the output's sizes that is dense (its layout is kept), else
+// undefined: as TensorIterator, a broadcast (expanded) operand does not decide the layout, so
+// grad.expand(...) * x_channels_last is channels-last.
 Tensor like_of(IntArrayRef shape, std::initializer_list<const Operand*> ops) {
   for (const Operand* o : ops)
-    if (o && !o->host() && o->t.sizes() == shape) return o->t;
+    if (o && !o->host() && o->t.sizes() == shape && o->t.is_non_overlapping_and_dense()) return o->t;
   return Tensor();
 }
 
@@ -903,7 +905,8 @@ Tensor threshold_bwd(const char* name, const Tensor& grad, const Tensor& self, c
   if (c10::isIntegralType(self.scalar_type(), true)) th = std::floor(th);
   const Shape shape = broadcast(name, {og.sizes(), ox.sizes()});
   OpScope op(name, device);
-  const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&og, &ox}));
+  // self's layout first: ATen runs threshold_backward as threshold(self, threshold, 0, grad).
+  const Tensor out = resolve_output(name, mode, given, device, shape, common, common, like_of(shape, {&ox, &og}));
   check_overlap(name, out, {&og.t, &ox.t});
   const Tensor g = materialize(op, og, common), x = materialize(op, ox, self.scalar_type());
   run_into(op, out, common, [&](const Tensor& y) {

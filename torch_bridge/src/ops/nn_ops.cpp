@@ -710,11 +710,15 @@ void batch_norm_run(OpScope& op, const Tensor& input, const Tensor* weight, cons
       if (save_invstd.numel()) save_invstd.zero_();
       return;
     }
-    const mlu::TensorDesc sm = desc(save_mean, name), si = desc(save_invstd, name);
-    op.check(mlu::batch_norm_forward_training(op.handle(), momentum, eps, desc(input, name), input.data_ptr(), w.ptr,
-                                              w.data, b.ptr, b.data, rm.ptr, rm.data, rv.ptr, rv.data,
-                                              desc(out, name), out.data_ptr(), &sm, save_mean.data_ptr(), &si,
-                                              save_invstd.data_ptr()),
+    const mlu::TensorDesc sm = desc(save_mean, name), si = desc(save_invstd, name), xd = desc(input, name);
+    std::size_t ws_bytes = 0;
+    op.check(mlu::get_batch_norm_forward_training_workspace_size(op.handle(), xd, &ws_bytes),
+             "get_batch_norm_forward_training_workspace_size");
+    void* ws = op.workspace(ws_bytes);
+    op.check(mlu::batch_norm_forward_training(op.handle(), momentum, eps, xd, input.data_ptr(), w.ptr, w.data, b.ptr,
+                                              b.data, rm.ptr, rm.data, rv.ptr, rv.data, desc(out, name),
+                                              out.data_ptr(), &sm, save_mean.data_ptr(), &si, save_invstd.data_ptr(),
+                                              ws, ws_bytes),
              "batch_norm_forward_training");
   } else {
     if (input.numel() == 0) return;
@@ -846,10 +850,15 @@ void batch_norm_backward_run(OpScope& op, const BnBackward& r, const Tensor& gra
   const OptDesc odx(dx.defined() ? &dx : nullptr, name), odw(dw.defined() ? &dw : nullptr, name),
       odb(db.defined() ? &db : nullptr, name);
   if (!odx.ptr && !odw.ptr && !odb.ptr) return;
-  op.check(mlu::batch_norm_backward(op.handle(), train, eps, desc(grad_out, name), grad_out.data_ptr(),
-                                    desc(input, name), input.data_ptr(), w.ptr, w.data, desc(*r.mean, name),
-                                    r.mean->data_ptr(), desc(*r.invstd_or_var, name), r.invstd_or_var->data_ptr(),
-                                    odx.ptr, odx.data, odw.ptr, odw.data, odb.ptr, odb.data),
+  const mlu::TensorDesc xd = desc(input, name);
+  std::size_t ws_bytes = 0;
+  op.check(mlu::get_batch_norm_backward_workspace_size(op.handle(), xd, &ws_bytes),
+           "get_batch_norm_backward_workspace_size");
+  void* ws = op.workspace(ws_bytes);
+  op.check(mlu::batch_norm_backward(op.handle(), train, eps, desc(grad_out, name), grad_out.data_ptr(), xd,
+                                    input.data_ptr(), w.ptr, w.data, desc(*r.mean, name), r.mean->data_ptr(),
+                                    desc(*r.invstd_or_var, name), r.invstd_or_var->data_ptr(), odx.ptr, odx.data,
+                                    odw.ptr, odw.data, odb.ptr, odb.data, ws, ws_bytes),
            "batch_norm_backward");
 }
 
