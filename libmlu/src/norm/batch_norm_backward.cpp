@@ -160,18 +160,7 @@ void backward_kernel(const BackwardArgs& a) {
 }
 
 std::optional<ReductionTiling> plan_tiles(Handle* h, const TensorView& x, int r_begin, int i_begin) {
-  return plan_reduction(x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
-                        target_tile_elements(x.numel(), h->total_cores()), backward_footprint);
-}
-
-// Workspace of the split for x's views grouped alone (dy and dx with x's strides): slice sums of
-// dy and dy * xhat, and their fp32 totals.
-std::size_t backward_workspace(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
-  TensorView xv = permuted_view(x, nullptr, s);
-  const auto [r_begin, i_begin] = group_batch_norm_views({&xv}, s);
-  const auto tiling = plan_tiles(h, xv, r_begin, i_begin);
-  const std::int64_t slices = tiling ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), backward_footprint) : 1;
-  return slices > 1 ? split_workspace_bytes(slices, s.channels, 2, 2) : 0;
+  return plan_batch_norm_tiles(*h, x, r_begin, i_begin, backward_footprint);
 }
 
 Status launch_kernel(Handle* h, const char* op, const BackwardArgs& args) {
@@ -190,7 +179,7 @@ Status get_batch_norm_backward_workspace_size(Handle* h, const TensorDesc& x, st
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   BatchNormShape s;
   MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
-  *bytes = x.numel() == 0 ? 0 : backward_workspace(h, x, s);
+  *bytes = x.numel() == 0 ? 0 : split_workspace_for(*h, x, s, backward_footprint);
   return Status::kSuccess;
 }
 
@@ -230,7 +219,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
-  const std::size_t need = backward_workspace(h, x, s);
+  const std::size_t need = split_workspace_for(*h, x, s, backward_footprint);
   MLU_CHECK(workspace_bytes >= need && (need == 0 || workspace != nullptr), Status::kBadParam,
             std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, needs " +
                 std::to_string(need) + " (get_batch_norm_backward_workspace_size)");
@@ -266,7 +255,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   // Sums are what the split spreads; a backward without them (eval, dx only) is elementwise.
   const bool want_sums = dweight != nullptr || dbias != nullptr || (training && dx != nullptr);
   const std::int64_t slices = want_sums ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), backward_footprint) : 1;
-  if (slices == 1 || workspace == nullptr || workspace_bytes < split_workspace_bytes(slices, s.channels, 2, 2)) {
+  if (slices == 1 || workspace == nullptr || workspace_bytes < split_workspace_bytes(slices, s.channels)) {
     args.tiling = *tiling;
     MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
     record(*h, op, 0, bytes, 1);

@@ -233,22 +233,7 @@ Status check_forward(const char* op, Handle* h, double eps, const TensorDesc& x,
 }
 
 std::optional<ReductionTiling> plan_tiles(Handle* h, const TensorView& x, int r_begin, int i_begin) {
-  return plan_reduction(x, r_begin, i_begin, h->nram_bytes(), h->total_cores(),
-                        target_tile_elements(x.numel(), h->total_cores()), forward_footprint);
-}
-
-// The split's slices for x's views grouped alone (y with x's strides): what the workspace is for.
-std::int64_t slices_of(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
-  TensorView xv = permuted_view(x, nullptr, s);
-  const auto [r_begin, i_begin] = group_batch_norm_views({&xv}, s);
-  const auto tiling = plan_tiles(h, xv, r_begin, i_begin);
-  return tiling ? choose_slices(*tiling, h->total_cores(), h->nram_bytes(), forward_footprint) : 1;
-}
-
-// Workspace of the training forward's split: slice means and variances, the channel totals.
-std::size_t training_workspace(Handle* h, const TensorDesc& x, const BatchNormShape& s) {
-  const std::int64_t slices = slices_of(h, x, s);
-  return slices > 1 ? split_workspace_bytes(slices, s.channels, 2, 2) : 0;
+  return plan_batch_norm_tiles(*h, x, r_begin, i_begin, forward_footprint);
 }
 
 Status launch_kernel(Handle* h, const char* op, const ForwardArgs& args) {
@@ -288,7 +273,7 @@ Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorD
   auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
   MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
   const std::int64_t slices = choose_slices(*tiling, h->total_cores(), h->nram_bytes(), forward_footprint);
-  const std::size_t need = split_workspace_bytes(slices, s.channels, 2, 2);
+  const std::size_t need = split_workspace_bytes(slices, s.channels);
   if (slices == 1 || (args.training && (workspace == nullptr || workspace_bytes < need))) {
     args.tiling = *tiling;
     MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
@@ -365,7 +350,7 @@ Status batch_norm_forward_training(Handle* h, double momentum, double eps, const
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
-  const std::size_t need = training_workspace(h, x, s);
+  const std::size_t need = split_workspace_for(*h, x, s, forward_footprint);
   MLU_CHECK(workspace_bytes >= need && (need == 0 || workspace != nullptr), Status::kBadParam,
             std::string(op) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, needs " +
                 std::to_string(need) + " (get_batch_norm_forward_training_workspace_size)");
@@ -388,7 +373,7 @@ Status get_batch_norm_forward_training_workspace_size(Handle* h, const TensorDes
   MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
   BatchNormShape s;
   MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
-  *bytes = x.numel() == 0 ? 0 : training_workspace(h, x, s);
+  *bytes = x.numel() == 0 ? 0 : split_workspace_for(*h, x, s, forward_footprint);
   return Status::kSuccess;
 }
 

@@ -83,10 +83,23 @@ void make_partial(TensorView* v, int split_r_begin, std::int64_t channels) {
   v->strides[static_cast<std::size_t>(split_r_begin - 1)] = channels;
 }
 
-std::size_t split_workspace_bytes(std::int64_t slices, std::int64_t channels, int partials, int totals) {
-  const auto c = static_cast<std::size_t>(channels);
-  return (static_cast<std::size_t>(partials) * static_cast<std::size_t>(slices) + static_cast<std::size_t>(totals)) *
-         c * 4;
+std::size_t split_workspace_bytes(std::int64_t slices, std::int64_t channels) {
+  return static_cast<std::size_t>(2 * slices + 2) * static_cast<std::size_t>(channels) * 4;
+}
+
+std::optional<ReductionTiling> plan_batch_norm_tiles(Handle& h, const TensorView& x, int r_begin, int i_begin,
+                                                     const NramFootprint& footprint) {
+  return plan_reduction(x, r_begin, i_begin, h.nram_bytes(), h.total_cores(),
+                        target_tile_elements(x.numel(), h.total_cores()), footprint);
+}
+
+std::size_t split_workspace_for(Handle& h, const TensorDesc& x, const BatchNormShape& s,
+                                const NramFootprint& footprint) {
+  TensorView xv = permuted_view(x, nullptr, s);
+  const auto [r_begin, i_begin] = group_batch_norm_views({&xv}, s);
+  const auto tiling = plan_batch_norm_tiles(h, xv, r_begin, i_begin, footprint);
+  const std::int64_t slices = tiling ? choose_slices(*tiling, h.total_cores(), h.nram_bytes(), footprint) : 1;
+  return slices > 1 ? split_workspace_bytes(slices, s.channels) : 0;
 }
 
 namespace {

@@ -18,10 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/tensor.h"
+#include "norm/batch_norm_common.h"
 #include "softmax/reduction_tiling.h"
 #include "softmax/tensor_view.h"
 
@@ -43,8 +45,18 @@ TensorDesc fp32_channels(std::int64_t channels);
 // [S][C] partial array at its base: the S dim (index r_begin - 1 of the split views) steps by C.
 void make_partial(TensorView* v, int split_r_begin, std::int64_t channels);
 
-// Workspace bytes of a split into S slices: `partials` [S][C] fp32 arrays and `totals` [C] fp32.
-std::size_t split_workspace_bytes(std::int64_t slices, std::int64_t channels, int partials, int totals);
+// Workspace bytes of a split into S slices: two [S][C] fp32 partial arrays and two [C] fp32 totals.
+std::size_t split_workspace_bytes(std::int64_t slices, std::int64_t channels);
+
+// The batch norm kernels' tiling of jointly grouped views (tasks own channel groups).
+std::optional<ReductionTiling> plan_batch_norm_tiles(Handle& h, const TensorView& x, int r_begin, int i_begin,
+                                                     const NramFootprint& footprint);
+
+// What get_batch_norm_*_workspace_size return: the split's bytes for x's views grouped alone (the
+// op's other tensors taken with x's strides), 0 when it does not split. An op whose tensors group
+// otherwise and want more runs unsplit.
+std::size_t split_workspace_for(Handle& h, const TensorDesc& x, const BatchNormShape& s,
+                                const NramFootprint& footprint);
 
 // The forward's second stage, one BLOCK kernel over channel blocks. From the slices' means m_s
 // and biased variances v_s (equal counts M / S; Chan et al.'s pairwise combination):
