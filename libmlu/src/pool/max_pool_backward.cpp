@@ -1,5 +1,6 @@
 // max_pool2d_backward: one BLOCK kernel over backward pooling tiles (each owns input rows, so
-// overlapping windows accumulate inside one tile and no two tiles write the same element).
+// overlapping windows accumulate inside one tile and no two tiles write the same element);
+// channels-last operands take the NHWC kernel instead (max_pool_nhwc.h).
 // For each window offset (kh, kw), on the VFU in fp32:
 //   take = (index - window_origin == kh*dh*W + kw*dw); contribution = dy * take
 // added at that offset into the phase-split gradient (pool_grad.h), which is interleaved and
@@ -10,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/launch.h"
+#include "pool/max_pool_nhwc.h"
 #include "pool/pool_grad.h"
 #include "softmax/pipeline.h"
 #include "softmax/reduction_tiling.h"
@@ -147,6 +149,13 @@ Status max_pool2d_backward(Handle* h, const Pool2dParams& p, const TensorDesc& d
     record(*h, op, 0, 0, 0);
     return Status::kSuccess;
   }
+  const std::uint64_t bytes = static_cast<std::uint64_t>(dy.numel()) * (dy.element_size() + indices.element_size()) +
+                              static_cast<std::uint64_t>(dx.numel()) * dx.element_size();
+  if (max_pool_nhwc_applies(dx, dy, &indices)) {  // channels-last operands: channels as the vector dim
+    MLU_RETURN_IF_ERROR(max_pool_nhwc_backward(*h, op, p, dy, dy_ptr, indices, indices_ptr, dx, dx_ptr, oh, ow));
+    record(*h, op, 0, bytes, 1);
+    return Status::kSuccess;
+  }
   Args args;
   args.pv = make_pool_views({&dy, &indices, &dx}, {dy_ptr, indices_ptr, dx_ptr});
   PoolTiling& t = args.t;
@@ -158,10 +167,7 @@ Status max_pool2d_backward(Handle* h, const Pool2dParams& p, const TensorDesc& d
             std::string(op) + ": NRAM too small for one band of " + dx.str());
   MLU_RETURN_IF_ERROR(launch(
       *h, op, [args] { kernel(args); }, block_dim(*h, static_cast<std::uint64_t>(t.grad_tiles())), cnrtFuncTypeBlock));
-  record(*h, op, 0,
-         static_cast<std::uint64_t>(dy.numel()) * (dy.element_size() + indices.element_size()) +
-             static_cast<std::uint64_t>(dx.numel()) * dx.element_size(),
-         1);
+  record(*h, op, 0, bytes, 1);
   return Status::kSuccess;
 }
 

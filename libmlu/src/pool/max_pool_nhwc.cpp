@@ -26,17 +26,6 @@ using sim::VecUnaryOp;
 
 constexpr DType kF32 = DType::kFloat32;
 
-// [N, C, H, W] view strides of a 4-d channels-last tensor: n, h, w (elements; c is 1).
-struct Nhwc {
-  std::uint64_t base = 0;
-  DType dtype = kF32;
-  std::int64_t sn = 0, sh = 0, sw = 0;
-};
-Nhwc nhwc(const TensorDesc& d, const void* p) {
-  const TensorView v = make_view(d, p);
-  return {v.base, v.dtype, v.strides[0], v.strides[2], v.strides[3]};
-}
-
 // The tiling: output rows per band (r), channels per block (cb, a divisor of C), the band's
 // padded width; a tile is (image, band, channel block).
 struct Tiling {
@@ -91,15 +80,7 @@ void kernel(const Args& a) {
     ones = alloc(std::max(cb, pixels) * 4), pattern = alloc(std::max(cb, pixels) * 4);
     dev::vec_fill(kF32, ones, 1.0, cb);
   }
-  // A [r][OW][cb] array whose pixel (i, j) holds f(i, j) in every channel: r x OW scalar stores,
-  // broadcast along the channels by a K = 1 VFU matmul (exact).
-  auto pixel_array = [&](Addr dst, auto&& f) {
-    std::vector<float> v(pixels);
-    for (std::int64_t i = 0; i < t.r; ++i)
-      for (std::int64_t j = 0; j < t.ow; ++j) v[static_cast<std::size_t>(i * t.ow + j)] = float(f(i, j));
-    store_scalars(pattern, v);
-    tile::broadcast_rows(dst, pattern, ones, pixels, cb, false);
-  };
+  auto pixel_array = [&](Addr dst, auto&& f) { pixel_pattern(dst, pattern, ones, t.r, t.ow, t.cb, f); };
   // Flat input indices relative to the tile's first padded row (oh0 * sh - ph) x W, added at the end.
   if (a.has_indices) {
     pixel_array(base, [&](std::int64_t i, std::int64_t j) { return i * t.ah.s * t.w + j * t.aw.s - t.aw.p; });
@@ -232,6 +213,11 @@ bool plan(Tiling* t, const Handle& h, std::size_t es_x, std::size_t es_y, bool i
 }
 
 }  // namespace
+
+Nhwc nhwc(const TensorDesc& d, const void* p) {
+  const TensorView v = make_view(d, p);
+  return {v.base, v.dtype, v.strides[0], v.strides[2], v.strides[3]};
+}
 
 bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const TensorDesc* indices) {
   auto channels_last = [](const TensorDesc& d) {

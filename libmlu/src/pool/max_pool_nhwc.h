@@ -23,6 +23,14 @@
 
 namespace mlusim::mlu::nn::pool {
 
+// A 4-d channels-last tensor's address, dtype and [N, C, H, W] strides of n, h, w (elements; c is 1).
+struct Nhwc {
+  std::uint64_t base = 0;
+  sim::DType dtype = sim::DType::kFloat32;
+  std::int64_t sn = 0, sh = 0, sw = 0;
+};
+Nhwc nhwc(const TensorDesc& d, const void* p);
+
 // Whether x, y (and indices) are 4-d with channels innermost (stride 1, C > 1) and pixels C apart.
 bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const TensorDesc* indices);
 
@@ -30,5 +38,23 @@ bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const Tenso
 Status max_pool_nhwc_forward(Handle& h, const char* op, const Pool2dParams& p, const TensorDesc& x, const void* x_ptr,
                              const TensorDesc& y, void* y_ptr, const TensorDesc* indices, void* indices_ptr,
                              std::int64_t oh, std::int64_t ow);
+
+}  // namespace mlusim::mlu::nn::pool
+
+namespace mlusim::mlu::nn::pool {
+
+// max_pool2d_backward on channels-last dy, indices and dx (max_pool_nhwc_applies(dx, dy, indices)),
+// one BLOCK kernel over tiles of (image, input-row band, channel block), fp32 on the VFU. A tile
+// owns dx rows [h0, h0 + rh): it loads the dy and index rows of every window reaching them (a
+// halo of outputs shared with the neighbouring bands, computed twice), and per window tap
+// (kh, kw), in torch's order,
+//   take = (index - window_origin == kh*dh*W + kw*dw);  acc[tap's pixels] += dy * take
+// where the tap's pixels of the padded fp32 accumulator [rows, padded W, cb] are one strided
+// Move-DMA gather into a dense [outputs, OW, cb] array and one scatter back (a tap reaches each
+// accumulator pixel at most once, so gather-add-scatter is exact). Then the owned rows are
+// narrowed to dx's dtype and stored as whole pixel rows; rows no window reaches are zeros.
+Status max_pool_nhwc_backward(Handle& h, const char* op, const Pool2dParams& p, const TensorDesc& dy,
+                              const void* dy_ptr, const TensorDesc& indices, const void* indices_ptr,
+                              const TensorDesc& dx, void* dx_ptr, std::int64_t oh, std::int64_t ow);
 
 }  // namespace mlusim::mlu::nn::pool

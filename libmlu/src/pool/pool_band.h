@@ -74,6 +74,18 @@ void max_pool_take(const MaxTakeScratch& s, std::size_t n, Addr best_out, Addr b
 
 // Writes values computed by the kernel's scalar code with one scalar store each (fp32).
 void store_scalars(Addr dst, const std::vector<float>& values);
+// A channels-last [rows][ow][cb] fp32 array whose pixel (i, j) holds f(i, j) in every channel:
+// rows x ow scalar stores into `pattern`, broadcast along the channels by a K = 1 VFU matmul
+// (exact). ones: >= cb ones.
+template <class F>
+void pixel_pattern(Addr dst, Addr pattern, Addr ones, std::int64_t rows, std::int64_t ow, std::int64_t cb, F&& f) {
+  std::vector<float> v(static_cast<std::size_t>(rows * ow));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < ow; ++j) v[static_cast<std::size_t>(i * ow + j)] = float(f(i, j));
+  store_scalars(pattern, v);
+  dev::vec_matmul(sim::DType::kFloat32, sim::DType::kFloat32, dst, pattern, ones, static_cast<std::size_t>(rows * ow),
+                  1, static_cast<std::size_t>(cb), false, false);
+}
 // Copies the first block_bytes of dst over the next copies-1 blocks (one Move-DMA, source stride 0).
 void replicate(Addr dst, std::size_t block_bytes, std::size_t copies);
 // dst (bool, n): 1 where i % period == phase.
