@@ -4,7 +4,10 @@
 // every image in turn (steps stay within one image). The weight tensor is small and the depth
 // large, so the planner usually splits the depth over clusters (partial sums in the workspace).
 // Channels-innermost operands run the direct NHWC kernel instead (direct_weight_grad.h): per tap
-// dY^T x the tap's input window, accumulated on chip, no im2col.
+// dY^T x the tap's input window, accumulated on chip, no im2col. A channels-innermost 1x1
+// stride-1 convolution (no windows) is one matmul over the pixels, dW[OC, C] = dY^T[OC, P] x X[P, C]
+// (gemm/matmul_impl.h), which packs at most the operand its engine needs transposed instead of
+// copying x and dy to channel-major layouts.
 #include <memory>
 
 #include "common/error.h"
@@ -19,6 +22,7 @@
 #include "conv/layout_moves.h"
 #include "gemm/device_model.h"
 #include "gemm/gemm_engine.h"
+#include "gemm/matmul_impl.h"
 #include "gemm/matrix_operands.h"
 #include "gemm/splitk_reduce.h"
 
@@ -35,6 +39,8 @@ struct Setup {
   conv::View4 xv, dwv, dyv;
   bool depthwise = false, split_x = false, pack_x = false, pack_dy = false, temp_dw = false;
   bool direct = false;  // the direct NHWC kernel (direct_weight_grad.h)
+  bool pointwise = false;  // a channels-innermost 1x1 stride-1 convolution: one matmul
+  TensorDesc pa, pb, pc;   // its dY^T [OC, P], X [P, C], dW [OC, C]
   conv::WeightGradConv dc;
   conv::WeightGradPlan dplan;
   conv::WorkspaceLayout ws;
@@ -44,6 +50,28 @@ struct Setup {
   gemm::GemmPlan plan;
 };
 
+
+// A 1x1, stride-1, unpadded, ungrouped convolution whose x and dy are channels-innermost with
+// their pixels evenly spaced over all images (N x H x W one stride): sets the matmul's views.
+bool pointwise_matmul(const conv::ConvShape& s, Setup* st) {
+  if (s.taps() != 1 || s.groups != 1 || s.p.stride_h != 1 || s.p.stride_w != 1 || s.p.pad_h != 0 ||
+      s.p.pad_w != 0 || s.n * s.h * s.w == 0)
+    return false;
+  // The pixel stride of a view whose pixels are evenly spaced across images, else 0.
+  auto pixel_stride = [](const conv::View4& v) -> std::int64_t {
+    const std::int64_t ps = v.w() > 1 ? v.strides[3] : v.h() > 1 ? v.strides[2] : v.strides[0];
+    if ((v.w() > 1 && v.h() > 1 && v.strides[2] != v.w() * ps) ||
+        (v.n() > 1 && v.strides[0] != v.h() * v.w() * ps) || (v.c() > 1 && v.strides[1] != 1))
+      return 0;
+    return ps;
+  };
+  const std::int64_t xs = pixel_stride(st->xv), ys = pixel_stride(st->dyv);
+  if (xs == 0 || ys == 0) return false;
+  const std::int64_t pixels = i64(s.n * s.h * s.w);
+  return st->pa.set(s.dtype, {i64(s.oc), pixels}, {1, ys}) == Status::kSuccess &&
+         st->pb.set(s.dtype, {pixels, i64(s.c)}, {xs, 1}) == Status::kSuccess &&
+         st->pc.set(s.dtype, {i64(s.oc), i64(s.c)}, {st->dwv.strides[0], st->dwv.strides[1]}) == Status::kSuccess;
+}
 
 Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDesc& dy, const TensorDesc& dw,
              std::size_t workspace_limit, Setup* st) {
@@ -57,6 +85,13 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& x, const TensorDe
     st->dplan = conv::plan_weight_grad(*h, st->dc);
     st->direct = st->dplan.ocb > 0;
     if (st->direct) return Status::kSuccess;
+  }
+  if (pointwise_matmul(s, st)) {
+    st->pointwise = true;
+    std::size_t bytes = 0;
+    MLU_RETURN_IF_ERROR(gemm::matmul_workspace(h, kOp, MatmulParams{}, st->pa, st->pb, nullptr, st->pc, &bytes));
+    st->ws.add(bytes);
+    return Status::kSuccess;
   }
   // Strided along x: the input split by column phase, so the gather reads runs, not elements.
   st->split_x = s.p.stride_w > 1;
@@ -136,6 +171,9 @@ Status conv2d_backward_weight(Handle* h, const ConvParams& p, const TensorDesc& 
     record(*h, kOp, s.macs(), bytes, kernels);
     return Status::kSuccess;
   }
+  if (st.pointwise)  // records the op itself, under kOp
+    return gemm::run_matmul(h, kOp, MatmulParams{}, st.pa, dy_ptr, st.pb, x_ptr, nullptr, nullptr, st.pc, dw_ptr,
+                            workspace, workspace_bytes);
   if (st.direct) {
     conv::WeightGradConv dc = st.dc;
     dc.x_base = addr(x_ptr), dc.dy_base = addr(dy_ptr), dc.dw_base = addr(dw_ptr);

@@ -158,15 +158,19 @@ Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDes
   vc.row_stride = c.stride(c.ndim() - 2);
   vc.col_stride = c.stride(c.ndim() - 1);
   // Form 1: X = op(A) (needs k-contiguous rows), Y = op(B), output C.
-  // Form 2: X = op(B)^T, Y = op(A)^T, output C^T. Pick the one with the fewest bytes to repack,
-  // and whose output rows are contiguous (element-wise stores cost a DMA burst per element).
+  // Form 2: X = op(B)^T, Y = op(A)^T, output C^T. Pick the one with the fewest elements to move:
+  // each operand to repack, plus, where the output's rows are not contiguous, a DMA burst per
+  // output element (element-wise stores). A small output stored element-wise beats repacking a
+  // large operand (a weight gradient dY^T X over many pixels); a large one never does.
+  const gemm::DeviceModel model = gemm::device_model(*h, a.dtype());
   auto y_ok = [](const MatView& y) { return y.unit_cols() || y.unit_rows(); };
-  const double a_bytes = static_cast<double>(va.rows * va.cols), b_bytes = static_cast<double>(vb.rows * vb.cols);
-  const double big = 8.0 * (a_bytes + b_bytes) + 1.0;
-  const double cost1 = (va.unit_cols() ? 0 : a_bytes) + (y_ok(vb) ? 0 : b_bytes) + (vc.unit_cols() ? 0 : big);
+  const double a_elems = static_cast<double>(va.rows * va.cols), b_elems = static_cast<double>(vb.rows * vb.cols);
+  const double scattered = static_cast<double>(cm * cn) * static_cast<double>(model.burst_bytes) /
+                           static_cast<double>(a.element_size());
+  const double cost1 = (va.unit_cols() ? 0 : a_elems) + (y_ok(vb) ? 0 : b_elems) + (vc.unit_cols() ? 0 : scattered);
   const MatView bt = vb.transposed(), at = va.transposed();
   const double cost2 =
-      (bt.unit_cols() ? 0 : b_bytes) + (y_ok(at) ? 0 : a_bytes) + (vc.transposed().unit_cols() ? 0 : big);
+      (bt.unit_cols() ? 0 : b_elems) + (y_ok(at) ? 0 : a_elems) + (vc.transposed().unit_cols() ? 0 : scattered);
   s->transposed_form = cost2 < cost1;
   s->x = s->transposed_form ? bt : va;
   s->y = s->transposed_form ? at : vb;
@@ -195,7 +199,6 @@ Status setup(Handle* h, const char* op, const MatmulParams& prm, const TensorDes
   p.act = prm.activation;
   // The plan only asks the column operand about sizes, so a placeholder with the final layout will do.
   const gemm::MatrixCols layout(0, a.dtype(), 1, s->pack_y || s->y.unit_cols() ? 1 : 2, {});
-  const gemm::DeviceModel model = gemm::device_model(*h, a.dtype());
   s->plan = gemm::plan_gemm(p, model, layout);
   s->splitk_bytes = gemm::splitk_workspace_bytes(p, s->plan);
   if (s->splitk_bytes > 0 && s->workspace() > workspace_limit) {  // no room to split the depth

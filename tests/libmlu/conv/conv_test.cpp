@@ -494,11 +494,41 @@ TEST_F(ConvTest, BackwardWeightFp16AndLayouts) {
   backward_weight<float>(kCases[2], Format::kChannelsLast, Format::kPadded, Format::kChannelsLast, 1e-4);
 }
 
+// A channels-innermost 1x1 stride-1 weight gradient is one matmul over the pixels,
+// dW = dY^T x X: exactly one operand is repacked (the smaller, x with 3 channels against dy's 7;
+// dy with 4 against x's 9), never both, and the result matches for fp32 and fp16, with dw
+// channels-last or contiguous. Padded (not evenly spaced) pixels keep the implicit GEMM.
+TEST_F(ConvTest, PointwiseBackwardWeightIsOneMatmul) {
+  const Format cl = Format::kChannelsLast;
+  auto packs = [&](auto&& run) {
+    std::size_t before = 0, after = 0;
+    EXPECT_EQ(cnrtQueueSync(h().queue()), cnrtSuccess);
+    EXPECT_EQ(mlusimGetKernelRecordCount(0, &before), cnrtSuccess);
+    run();
+    EXPECT_EQ(cnrtQueueSync(h().queue()), cnrtSuccess);
+    EXPECT_EQ(mlusimGetKernelRecordCount(0, &after), cnrtSuccess);
+    std::size_t n = 0;
+    for (std::size_t i = before; i < after; ++i) {
+      mlusimKernelRecord_t r{};
+      EXPECT_EQ(mlusimGetKernelRecord(0, i, &r), cnrtSuccess);
+      if (std::string(r.name).find("pack") != std::string::npos) ++n;
+    }
+    return n;
+  };
+  const Case narrow_x{2, 3, 9, 8, 7, 1, 1, params(0, 0, 1, 1, 1, 1, 1)};
+  const Case narrow_dy{3, 9, 6, 5, 4, 1, 1, params(0, 0, 1, 1, 1, 1, 1)};
+  EXPECT_EQ(packs([&] { backward_weight<float>(narrow_x, cl, cl, cl, 1e-4); }), 1u);
+  EXPECT_EQ(packs([&] { backward_weight<float>(narrow_dy, Format::kNhwc, Format::kNhwc, Format::kNchw, 1e-4); }), 1u);
+  backward_weight<half>(narrow_x, cl, cl, Format::kNchw, 5e-3);
+  backward_weight<float>(narrow_dy, Format::kPadded, cl, cl, 1e-4);
+}
+
 // Channels-innermost operands run the direct backward-weight kernel (conv/direct_weight_grad.h):
 // 3x3 same padding, 7x7 / 2, 1x1 / 2, stride and dilation with asymmetric padding, fp16, and a
 // case with several channel blocks: as planned (input tiles shared through SRAM), and with its
 // pixels split over two cores (sums reduced through SRAM).
-// (1x1 stride-1 convolutions and fewer input channels than array columns keep the GEMM.)
+// (1x1 stride-1 convolutions are one matmul, above; fewer input channels than array columns keep
+// the GEMM.)
 TEST_F(ConvTest, DirectBackwardWeight) {
   const Format cl = Format::kChannelsLast;
   backward_weight<float>(kCases[0], cl, cl, cl, 1e-4);
