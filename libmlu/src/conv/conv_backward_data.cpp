@@ -9,6 +9,7 @@
 // tap reaches (kernel < stride) is filled with the bias, or zeros.
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "common/error.h"
 #include "common/int_math.h"
@@ -39,6 +40,7 @@ struct Setup {
   conv::View4 dxv, wv, dyv;
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
   bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, transposed weights
+  bool concurrent = false;  // its phases with taps in one launch (plan_concurrent_phases)
   struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel's copy
     conv::DataPhase ph;
     conv::DirectConv dc;
@@ -55,6 +57,47 @@ struct Setup {
   gemm::GemmPlan plan;
 };
 
+
+// Strided, several phases with taps: each on a share of the clusters in one launch
+// (launch_direct_concurrent), shares proportional to the phases' MACs (largest remainder, at least
+// one cluster each), when the planner's estimates say the slowest phase on its share beats the
+// phases one after the other on every cluster.
+void plan_concurrent_phases(const Handle& h, Setup* st) {
+  std::vector<Setup::Phase*> taps;
+  for (Setup::Phase& r : st->phases)
+    if (r.ph.taps_h * r.ph.taps_w > 0) taps.push_back(&r);
+  const std::size_t clusters = h.clusters();
+  if (taps.size() < 2 || taps.size() > clusters) return;
+  auto macs = [](const Setup::Phase* r) { return double(r->ph.out_h * r->ph.out_w * r->ph.taps_h * r->ph.taps_w); };
+  double total = 0, sequential = 0;
+  for (const Setup::Phase* r : taps) total += macs(r), sequential += r->plan.est_cycles;
+  std::vector<std::size_t> share(taps.size(), 1);
+  std::vector<double> rest(taps.size());
+  std::size_t given = taps.size();
+  for (std::size_t i = 0; i < taps.size(); ++i) {
+    const double want = double(clusters) * macs(taps[i]) / total;
+    const std::size_t whole = std::max<std::size_t>(1, static_cast<std::size_t>(want));
+    given += whole - 1, share[i] = whole, rest[i] = want - double(whole);
+  }
+  while (given > clusters) {  // minimums of one took too many: take back from the largest shares
+    const std::size_t i = static_cast<std::size_t>(std::max_element(share.begin(), share.end()) - share.begin());
+    --share[i], --given;
+  }
+  while (given < clusters) {
+    const std::size_t i = static_cast<std::size_t>(std::max_element(rest.begin(), rest.end()) - rest.begin());
+    ++share[i], ++given, rest[i] -= 1;
+  }
+  std::vector<conv::DirectPlan> plans;
+  double slowest = 0;
+  for (std::size_t i = 0; i < taps.size(); ++i) {
+    plans.push_back(conv::plan_direct(h, taps[i]->dc, share[i]));
+    if (plans.back().rh == 0) return;
+    slowest = std::max(slowest, plans.back().est_cycles);
+  }
+  if (slowest >= sequential) return;
+  st->concurrent = true;
+  for (std::size_t i = 0; i < taps.size(); ++i) taps[i]->plan = plans[i];
+}
 
 // `bias` (nullptr: none) is checked; `with_bias` decides the direct kernel's epilogue buffers
 // (the workspace query plans with them: an upper bound, the GEMM path needs more than the direct).
@@ -108,6 +151,7 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
       st->direct = true;
       for (Setup::Phase& r : st->phases)
         if (r.ph.taps_h * r.ph.taps_w > 0) r.wt_at = st->ws.add(s.oc * s.c * r.ph.taps_h * r.ph.taps_w * es);
+      plan_concurrent_phases(*h, st);
       return Status::kSuccess;
     }
     st->phases.clear();
@@ -212,6 +256,8 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
   }
   if (st.direct) {
     const std::size_t es = sim::dtype_size(s.dtype);
+    std::vector<conv::DirectConv> convs;  // the phases of a concurrent launch
+    std::vector<conv::DirectPlan> plans;
     for (const Setup::Phase& r : st.phases) {
       const conv::DataPhase& ph = r.ph;
       const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
@@ -249,7 +295,15 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
       dc.x_base = addr(dy_ptr), dc.w_base = ws + r.wt_at;
       if (bias) dc.out.bias_base = bias_base, dc.out.bias_stride = bias->stride(0);
       dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
+      if (st.concurrent) {
+        convs.push_back(dc), plans.push_back(r.plan);
+        continue;
+      }
       MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, r.plan, &k));
+      kernels += k;
+    }
+    if (st.concurrent) {
+      MLU_RETURN_IF_ERROR(conv::launch_direct_concurrent(*h, kOp, convs, plans, &k));
       kernels += k;
     }
     record(*h, kOp, s.macs(), bytes, kernels);

@@ -150,8 +150,8 @@ class DirectRun {
   DirectRun(const DirectConv& c, const DirectPlan& p)
       : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)), gq_(p.gq) {}
 
-  void run() {
-    const std::size_t cluster = task_id() / core_dim();
+  // `cluster`: this participant's cluster among the plan's (0 .. plan.clusters - 1).
+  void run(std::size_t cluster) {
     wsram_ = alloc(Space::kSram, sram_bytes(c_, g_, p_.nco));  // same offset on every participant
     for (std::size_t k = cluster; k < p_.jobs; k += p_.clusters) jobs_.push_back(k);
     if (is_memory_core())
@@ -516,12 +516,15 @@ bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const Vie
   return dy_nhwc && w_ci && dx_nhwc;
 }
 
-DirectPlan plan_direct(const Handle& h, const DirectConv& c) {
+DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clusters) {
   const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
   DirectPlan best;
   if (!d.on_tfu() || c.n * c.oh * c.ow * c.oc * c.c == 0) return best;
   const Geometry g(c);
-  const std::size_t cores = d.cores_per_cluster, clusters = d.clusters, all_cores = cores * clusters;
+  // The plan's clusters, and every core of the device loading DRAM at once (a budget of clusters
+  // shares the device with the convolutions on the others).
+  const std::size_t cores = d.cores_per_cluster, all_cores = cores * d.clusters;
+  const std::size_t clusters = max_clusters > 0 ? std::min<std::size_t>(max_clusters, d.clusters) : d.clusters;
   const double w_bytes = static_cast<double>(c.oc * g.taps * c.c * g.es);
   const double y_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc * g.es);
   const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
@@ -649,8 +652,34 @@ Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv,
   const unsigned cpc = h.cores_per_cluster();
   MLU_RETURN_IF_ERROR(launch(
       h, name,
-      [job, pl] { DirectRun(*job, *pl).run(); },
+      [job, pl] { DirectRun(*job, *pl).run(task_id() / core_dim()); },
       cnrtDim3_t{static_cast<unsigned>(plan.clusters) * cpc, 1, 1}, cnrtFuncTypeUnion1));
+  *kernels = 1;
+  return Status::kSuccess;
+}
+
+Status launch_direct_concurrent(Handle& h, const std::string& name, const std::vector<DirectConv>& convs,
+                                const std::vector<DirectPlan>& plans, std::uint32_t* kernels) {
+  *kernels = 0;
+  MLU_CHECK(convs.size() == plans.size() && !convs.empty(), Status::kInternalError,
+            name + ": one plan per convolution");
+  std::size_t total = 0;
+  for (const DirectPlan& p : plans) {
+    MLU_CHECK(p.rh > 0, Status::kNotSupported, name + ": no direct-convolution tiling fits this device");
+    total += p.clusters;
+  }
+  MLU_CHECK(total <= h.clusters(), Status::kInternalError,
+            name + ": " + std::to_string(total) + " clusters planned on a device of " + std::to_string(h.clusters()));
+  auto jobs = std::make_shared<const std::vector<DirectConv>>(convs);
+  auto pls = std::make_shared<const std::vector<DirectPlan>>(plans);
+  MLU_RETURN_IF_ERROR(launch(
+      h, name,
+      [jobs, pls] {
+        std::size_t cluster = task_id() / core_dim(), i = 0;
+        while (cluster >= (*pls)[i].clusters) cluster -= (*pls)[i++].clusters;  // the convolution of this cluster
+        DirectRun((*jobs)[i], (*pls)[i]).run(cluster);
+      },
+      cnrtDim3_t{static_cast<unsigned>(total * h.cores_per_cluster()), 1, 1}, cnrtFuncTypeUnion1));
   *kernels = 1;
   return Status::kSuccess;
 }

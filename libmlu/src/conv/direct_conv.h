@@ -116,11 +116,20 @@ struct DataPhase {
 std::vector<DataPhase> backward_data_phases(const ConvShape& s);
 
 // The best plan for `conv` (rh == 0 when nothing fits the on-chip memories); conv.out's bias and
-// activation decide the epilogue's buffers, not its addresses.
-DirectPlan plan_direct(const Handle& h, const DirectConv& conv);
+// activation decide the epilogue's buffers, not its addresses. max_clusters > 0: on at most that
+// many clusters (the others running other convolutions of the same launch, which the DMA
+// estimates count as loading DRAM at the same time).
+DirectPlan plan_direct(const Handle& h, const DirectConv& conv, std::size_t max_clusters = 0);
 
 // Enqueues the kernel (one UNION1 launch over the clusters the plan uses). Returns the kernels launched.
 Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv, const DirectPlan& plan,
                      std::uint32_t* kernels);
+
+// Several independent convolutions in one UNION1 launch, each on its plan's clusters (consecutive
+// blocks, at most the device's clusters in all): the phases of a strided backward-data run at the
+// same time instead of one launch each (each launch pays its weight staging, pipeline fill and
+// last store with cores idle).
+Status launch_direct_concurrent(Handle& h, const std::string& name, const std::vector<DirectConv>& convs,
+                                const std::vector<DirectPlan>& plans, std::uint32_t* kernels);
 
 }  // namespace mlusim::mlu::conv

@@ -354,6 +354,51 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
   expect_close(y, want, 1e-4, "y");
 }
 
+// Two independent direct convolutions in one launch, each planned on one of tiny's two clusters
+// (as the phases of a strided backward-data on a larger device): both results as when alone, one
+// kernel; plans needing more clusters than the device has are refused.
+TEST_F(ConvTest, DirectConvolutionsShareOneLaunch) {
+  const Case ka{2, 8, 7, 6, 11, 3, 3, params(1, 1, 1, 1, 1, 1, 1)}, kb{1, 6, 9, 5, 4, 1, 1, params(0, 0, 1, 1, 1, 1, 1)};
+  std::vector<conv::DirectConv> convs;
+  std::vector<conv::DirectPlan> plans;
+  std::vector<Tensor4<float>> xs, ws, ys;
+  std::vector<void*> outs;
+  for (const Case& k : {ka, kb}) {
+    conv::DirectConv d = direct_of(k, DType::kFloat32);
+    plans.push_back(conv::plan_direct(h(), d, 1));
+    ASSERT_EQ(plans.back().clusters, 1u) << plans.back().str();
+    xs.push_back(make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 31 + int(xs.size())));
+    ws.push_back(make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 33 + int(ws.size())));
+    ys.push_back(make<float>(k.n, k.oc, d.oh, d.ow, Format::kChannelsLast, 35 + int(ys.size())));
+    d.x_base = reinterpret_cast<std::uintptr_t>(to_device(xs.back().data));
+    d.w_base = reinterpret_cast<std::uintptr_t>(to_device(ws.back().data));
+    outs.push_back(to_device(ys.back().data));
+    d.out.dtype = DType::kFloat32;
+    d.out.base = reinterpret_cast<std::uintptr_t>(outs.back());
+    d.out.batch = gemm::BatchIndexer{{k.n}, {ys.back().s[0]}};
+    d.out.row_stride = ys.back().s[3];
+    convs.push_back(d);
+  }
+  std::uint32_t kernels = 0;
+  ASSERT_EQ(conv::launch_direct_concurrent(h(), "direct_concurrent", convs, plans, &kernels), Status::kSuccess)
+      << last_error_detail();
+  EXPECT_EQ(kernels, 1u);
+  std::size_t i = 0;
+  for (const Case& k : {ka, kb}) {
+    Tensor4<float>& y = ys[i];
+    y.data = from_device<float>(outs[i], y.data.size());
+    std::vector<double> want(y.data.size(), 0.0);
+    for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto a, auto b, auto iy, auto ix) {
+      want[flat(y.d, n, o, oy, ox)] += ws[i].get(o, ci, a, b) * xs[i].get(n, ci, iy, ix);
+    });
+    expect_close(y, want, 1e-4, i == 0 ? "y (3x3)" : "y (1x1)");
+    ++i;
+  }
+  plans[0].clusters = 2;  // 3 clusters on a 2-cluster device
+  EXPECT_EQ(conv::launch_direct_concurrent(h(), "direct_concurrent", convs, plans, &kernels), Status::kInternalError);
+  EXPECT_NE(last_error_detail().find("3 clusters planned on a device of 2"), std::string::npos) << last_error_detail();
+}
+
 // TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
 // tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
 // ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels.
