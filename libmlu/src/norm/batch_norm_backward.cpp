@@ -172,15 +172,7 @@ Status launch_kernel(Handle* h, const char* op, const BackwardArgs& args) {
 }  // namespace
 
 Status get_batch_norm_backward_workspace_size(Handle* h, const TensorDesc& x, std::size_t* bytes) {
-  using namespace nn;
-  const char* op = "get_batch_norm_backward_workspace_size";
-  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": bytes is null");
-  MLU_RETURN_IF_ERROR(check_handle(h, op));
-  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
-  BatchNormShape s;
-  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
-  *bytes = x.numel() == 0 ? 0 : split_workspace_for(*h, x, s, backward_footprint);
-  return Status::kSuccess;
+  return nn::split_workspace_query(h, "get_batch_norm_backward_workspace_size", x, backward_footprint, bytes);
 }
 
 Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDesc& dy, const void* dy_ptr,
@@ -250,7 +242,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   }
   views.push_back(&partial_g), views.push_back(&partial_gx);
   auto [r_begin, i_begin] = group_batch_norm_views(views, s);
-  auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
+  const auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
   MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
   // Sums are what the split spreads; a backward without them (eval, dx only) is elementwise.
   const bool want_sums = dweight != nullptr || dbias != nullptr || (training && dx != nullptr);
@@ -261,9 +253,8 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
     record(*h, op, 0, bytes, 1);
     return Status::kSuccess;
   }
-  std::tie(r_begin, i_begin) = split_first_reduced(views, r_begin, i_begin, slices);
-  tiling = plan_tiles(h, args.x, r_begin, i_begin);
-  MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
+  ReductionTiling split;
+  MLU_RETURN_IF_ERROR(split_and_plan(*h, op, x, views, slices, backward_footprint, &r_begin, &i_begin, &split));
   const auto ws = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(workspace));
   const std::uint64_t partial = static_cast<std::uint64_t>(slices * s.channels) * 4, total = std::uint64_t(s.channels) * 4;
   partial_g.base = ws, partial_gx.base = ws + partial;
@@ -272,7 +263,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   args.channel[kSumG].base = ws + 2 * partial, args.channel[kSumGX].base = ws + 2 * partial + total;
 
   BackwardArgs sums = args;  // the slices' sum(dy) and sum(dy * xhat)
-  sums.tiling = *tiling;
+  sums.tiling = split;
   sums.want_dx = false;
   sums.has[kWeight] = sums.has[kSumG] = sums.has[kSumGX] = false;
   sums.has[kDbias] = sums.has[kDweight] = true;
@@ -291,7 +282,7 @@ Status batch_norm_backward(Handle* h, bool training, double eps, const TensorDes
   std::uint32_t kernels = 2;
   if (dx != nullptr) {  // dx from the totals
     BackwardArgs grad = args;
-    grad.tiling = *tiling;
+    grad.tiling = split;
     grad.given_sums = true;
     grad.has[kDweight] = grad.has[kDbias] = false;
     grad.has[kSumG] = grad.has[kSumGX] = training;

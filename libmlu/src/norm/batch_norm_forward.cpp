@@ -270,7 +270,7 @@ Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorD
   TensorView wv[kWorkspaceViews];
   for (TensorView& v : wv) v = channel_view(fp32, nullptr, x, s), views.push_back(&v);
   auto [r_begin, i_begin] = group_batch_norm_views(views, s);
-  auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
+  const auto tiling = plan_tiles(h, args.x, r_begin, i_begin);
   MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
   const std::int64_t slices = choose_slices(*tiling, h->total_cores(), h->nram_bytes(), forward_footprint);
   const std::size_t need = split_workspace_bytes(slices, s.channels);
@@ -280,10 +280,7 @@ Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorD
     record(*h, op, 0, bytes, 1);
     return Status::kSuccess;
   }
-  std::tie(r_begin, i_begin) = split_first_reduced(views, r_begin, i_begin, slices);
-  tiling = plan_tiles(h, args.x, r_begin, i_begin);
-  MLU_CHECK(tiling.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
-  args.tiling = *tiling;
+  MLU_RETURN_IF_ERROR(split_and_plan(*h, op, x, views, slices, forward_footprint, &r_begin, &i_begin, &args.tiling));
   if (!args.training) {
     MLU_RETURN_IF_ERROR(launch_kernel(h, op, args));
     record(*h, op, 0, bytes, 1);
@@ -366,15 +363,7 @@ Status batch_norm_forward_training(Handle* h, double momentum, double eps, const
 }
 
 Status get_batch_norm_forward_training_workspace_size(Handle* h, const TensorDesc& x, std::size_t* bytes) {
-  using namespace nn;
-  const char* op = "get_batch_norm_forward_training_workspace_size";
-  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": bytes is null");
-  MLU_RETURN_IF_ERROR(check_handle(h, op));
-  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
-  BatchNormShape s;
-  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
-  *bytes = x.numel() == 0 ? 0 : split_workspace_for(*h, x, s, forward_footprint);
-  return Status::kSuccess;
+  return nn::split_workspace_query(h, "get_batch_norm_forward_training_workspace_size", x, forward_footprint, bytes);
 }
 
 Status batch_norm_forward_inference(Handle* h, double eps, const TensorDesc& x, const void* x_ptr,

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <tuple>
 
+#include "common/error.h"
 #include "common/int_math.h"
 #include "common/launch.h"
 #include "softmax/box_copy.h"
@@ -73,6 +76,16 @@ std::pair<int, int> split_first_reduced(const std::vector<TensorView*>& views, i
   return {r_begin + 1, i_begin + 1};
 }
 
+Status split_and_plan(Handle& h, const char* op, const TensorDesc& x, const std::vector<TensorView*>& views,
+                      std::int64_t slices, const NramFootprint& footprint, int* r_begin, int* i_begin,
+                      ReductionTiling* tiling) {
+  std::tie(*r_begin, *i_begin) = split_first_reduced(views, *r_begin, *i_begin, slices);
+  const auto t = plan_batch_norm_tiles(h, *views.front(), *r_begin, *i_begin, footprint);
+  MLU_CHECK(t.has_value(), Status::kNotSupported, std::string(op) + ": NRAM too small for any tile of " + x.str());
+  *tiling = *t;
+  return Status::kSuccess;
+}
+
 TensorDesc fp32_channels(std::int64_t channels) {
   TensorDesc d;
   d.set(DType::kFloat32, {channels});
@@ -100,6 +113,17 @@ std::size_t split_workspace_for(Handle& h, const TensorDesc& x, const BatchNormS
   const auto tiling = plan_batch_norm_tiles(h, xv, r_begin, i_begin, footprint);
   const std::int64_t slices = tiling ? choose_slices(*tiling, h.total_cores(), h.nram_bytes(), footprint) : 1;
   return slices > 1 ? split_workspace_bytes(slices, s.channels) : 0;
+}
+
+Status split_workspace_query(Handle* h, const char* op, const TensorDesc& x, const NramFootprint& footprint,
+                             std::size_t* bytes) {
+  MLU_CHECK(bytes != nullptr, Status::kBadParam, std::string(op) + ": bytes is null");
+  MLU_RETURN_IF_ERROR(check_handle(h, op));
+  MLU_RETURN_IF_ERROR(check_desc(&x, op, "x"));
+  BatchNormShape s;
+  MLU_RETURN_IF_ERROR(check_batch_norm_input(op, x, &s));
+  *bytes = x.numel() == 0 ? 0 : split_workspace_for(*h, x, s, footprint);
+  return Status::kSuccess;
 }
 
 namespace {

@@ -38,6 +38,12 @@ std::int64_t choose_slices(const ReductionTiling& unsplit, std::uint32_t cores, 
 std::pair<int, int> split_first_reduced(const std::vector<TensorView*>& views, int r_begin, int i_begin,
                                         std::int64_t slices);
 
+// split_first_reduced on `views` (x's first), then the kernels' tiling of the split x view (op
+// names the NRAM error): what both batch norm directions do once they split.
+Status split_and_plan(Handle& h, const char* op, const TensorDesc& x, const std::vector<TensorView*>& views,
+                      std::int64_t slices, const NramFootprint& footprint, int* r_begin, int* i_begin,
+                      ReductionTiling* tiling);
+
 // A dense fp32 [C] descriptor (the workspace's per-channel statistics).
 TensorDesc fp32_channels(std::int64_t channels);
 
@@ -57,6 +63,9 @@ std::optional<ReductionTiling> plan_batch_norm_tiles(Handle& h, const TensorView
 // otherwise and want more runs unsplit.
 std::size_t split_workspace_for(Handle& h, const TensorDesc& x, const BatchNormShape& s,
                                 const NramFootprint& footprint);
+// The whole query, named `op`: checks h, bytes and x, then split_workspace_for (0 for an empty x).
+Status split_workspace_query(Handle* h, const char* op, const TensorDesc& x, const NramFootprint& footprint,
+                             std::size_t* bytes);
 
 // The forward's second stage, one BLOCK kernel over channel blocks. From the slices' means m_s
 // and biased variances v_s (equal counts M / S; Chan et al.'s pairwise combination):

@@ -183,33 +183,16 @@ void kernel(const Args& a) {
       });
 }
 
-// Largest channel block, then the largest band, that fits NRAM and gives every core about
-// kPoolTilesPerCore tiles; failing that, the most tiles. Channel blocks of less than 64 bytes (short
-// DMA segments) only where no longer one fits.
+// plan_nhwc_blocks over (cb, output rows per band).
 bool plan(Tiling* t, const Handle& h, std::size_t es_x, std::size_t es_y, bool indices) {
   const std::int64_t target = static_cast<std::int64_t>(h.total_cores()) * kPoolTilesPerCore;
-  for (const std::int64_t min_block : {std::int64_t{64}, std::int64_t{1}}) {
-    Tiling best;
-    bool found = false;
-    for (std::int64_t cb = t->c; cb >= 1; --cb) {
-      if (t->c % cb != 0 || (cb < t->c && cb * static_cast<std::int64_t>(es_x) < min_block)) continue;
-      for (std::int64_t r = t->oh; r >= 1; --r) {
-        Tiling c = *t;
-        c.cb = cb, c.r = r;
-        if (footprint(c, es_x, es_y, indices) > h.nram_bytes()) continue;
-        if (c.tiles() >= target) {  // the first that reaches the target: largest cb, then largest r
-          *t = c;
-          return true;
-        }
-        if (!found || c.tiles() > best.tiles()) best = c, found = true;
-      }
-    }
-    if (found) {
-      *t = best;
-      return true;
-    }
-  }
-  return false;
+  const auto [cb, r] = plan_nhwc_blocks(t->c, t->oh, es_x, target, [&](std::int64_t b, std::int64_t rows) {
+    Tiling c = *t;
+    c.cb = b, c.r = rows;
+    return footprint(c, es_x, es_y, indices) > h.nram_bytes() ? 0 : c.tiles();
+  });
+  t->cb = cb, t->r = r;
+  return cb > 0;
 }
 
 }  // namespace

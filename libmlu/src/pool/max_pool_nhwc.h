@@ -14,7 +14,9 @@
 // 2^24 = H x W) until the cast to int64/int32. Bands are triple-buffered (run_pipelined).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/pool.h"
@@ -30,6 +32,31 @@ struct Nhwc {
   std::int64_t sn = 0, sh = 0, sw = 0;
 };
 Nhwc nhwc(const TensorDesc& d, const void* p);
+
+// The NHWC pooling kernels' plan search over (channel block cb, rows per band r): the largest cb (a
+// divisor of C; blocks of less than 64 bytes only where no longer one fits), then the largest r
+// (<= rows), whose tiling fits NRAM and gives every core about kPoolTilesPerCore tiles; failing
+// that, the most tiles. tiles_if_fits(cb, r): the tiling's tile count, 0 when it does not fit
+// NRAM. Returns {cb, r}, or {0, 0} when nothing fits.
+template <class TilesIfFits>
+std::pair<std::int64_t, std::int64_t> plan_nhwc_blocks(std::int64_t c, std::int64_t rows, std::size_t es,
+                                                       std::int64_t target, TilesIfFits&& tiles_if_fits) {
+  for (const std::int64_t min_block : {std::int64_t{64}, std::int64_t{1}}) {
+    std::pair<std::int64_t, std::int64_t> best{0, 0};
+    std::int64_t best_tiles = 0;
+    for (std::int64_t cb = c; cb >= 1; --cb) {
+      if (c % cb != 0 || (cb < c && cb * static_cast<std::int64_t>(es) < min_block)) continue;
+      for (std::int64_t r = rows; r >= 1; --r) {
+        const std::int64_t tiles = tiles_if_fits(cb, r);
+        if (tiles == 0) continue;
+        if (tiles >= target) return {cb, r};  // the first that reaches the target
+        if (tiles > best_tiles) best = {cb, r}, best_tiles = tiles;
+      }
+    }
+    if (best_tiles > 0) return best;
+  }
+  return {0, 0};
+}
 
 // Whether x, y (and indices) are 4-d with channels innermost (stride 1, C > 1) and pixels C apart.
 bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const TensorDesc* indices);

@@ -187,33 +187,18 @@ void kernel(const Args& a) {
       });
 }
 
-// Largest channel block, then the largest band, that fits NRAM and gives every core about
-// kPoolTilesPerCore tiles; failing that, the most tiles (as the forward's plan).
+// plan_nhwc_blocks over (cb, dx rows per band).
 bool plan(Tiling* t, const Handle& h, std::size_t es_dy, std::size_t es_ix, std::size_t es_dx) {
   const std::int64_t target = static_cast<std::int64_t>(h.total_cores()) * kPoolTilesPerCore;
-  for (const std::int64_t min_block : {std::int64_t{64}, std::int64_t{1}}) {
-    Tiling best;
-    bool found = false;
-    for (std::int64_t cb = t->c; cb >= 1; --cb) {
-      if (t->c % cb != 0 || (cb < t->c && cb * static_cast<std::int64_t>(es_dx) < min_block)) continue;
-      for (std::int64_t rh = t->h; rh >= 1; --rh) {
-        Tiling c = *t;
-        c.cb = cb, c.rh = rh;
-        c.bound_bands();
-        if (footprint(c, es_dy, es_ix, es_dx) > h.nram_bytes()) continue;
-        if (c.tiles() >= target) {
-          *t = c;
-          return true;
-        }
-        if (!found || c.tiles() > best.tiles()) best = c, found = true;
-      }
-    }
-    if (found) {
-      *t = best;
-      return true;
-    }
-  }
-  return false;
+  const auto [cb, rh] = plan_nhwc_blocks(t->c, t->h, es_dx, target, [&](std::int64_t b, std::int64_t rows) {
+    Tiling c = *t;
+    c.cb = b, c.rh = rows;
+    c.bound_bands();
+    return footprint(c, es_dy, es_ix, es_dx) > h.nram_bytes() ? 0 : c.tiles();
+  });
+  t->cb = cb, t->rh = rh;
+  t->bound_bands();
+  return cb > 0;
 }
 
 }  // namespace
