@@ -36,14 +36,24 @@ struct Geometry {
   std::size_t in_h(const DirectConv& c, std::size_t rows) const {
     return (rows - 1) * c.stride_h + c.dil_h * (c.kh - 1) + 1;
   }
-  // A tile of `ni` > 1 whole images (stride 1 only) stacks their padded inputs, in_h(OH) rows
-  // each: the intrinsic's output rows between two images (dilated kernel height - 1 of them) are
-  // computed and dropped.
+  // A tile of `ni` > 1 whole images (stride 1 only) stacks their padded inputs `image_pitch` rows
+  // apart: image i's rows start at i x pitch + pad_h, and the zero rows between two images serve
+  // as the bottom padding of one and the top padding of the next. The pitch is the fewest rows
+  // for which no window of one image reaches a row of the other: >= pad_h + H (the next image's
+  // top window stays below this one's rows) and >= in_h(OH) - pad_h (this one's bottom window
+  // stays above the next one's rows); at most in_h(OH), each image's own padded rows (a
+  // negative bottom padding clips the rows no window reaches). 3x3 same-padded 7 x 7 images: 8
+  // rows, not 9. The intrinsic's output rows between two images (pitch - OH of them) are computed
+  // and dropped.
+  std::size_t image_pitch(const DirectConv& c) const {
+    const std::int64_t full = i64(in_h(c, c.oh)), h = i64(c.h);
+    return static_cast<std::size_t>(std::min(full, std::max({full - c.pad_h, c.pad_h + h, i64(c.oh)})));
+  }
   std::size_t tile_in_rows(const DirectConv& c, std::size_t rows, std::size_t ni) const {
-    return ni == 1 ? in_h(c, rows) : ni * in_h(c, c.oh);
+    return ni == 1 ? in_h(c, rows) : (ni - 1) * image_pitch(c) + in_h(c, c.oh);
   }
   std::size_t tile_out_rows(const DirectConv& c, std::size_t rows, std::size_t ni) const {
-    return ni == 1 ? rows : ni * in_h(c, c.oh) - c.dil_h * (c.kh - 1);
+    return ni == 1 ? rows : (ni - 1) * image_pitch(c) + c.oh;
   }
 };
 
@@ -265,7 +275,8 @@ class DirectRun {
   // outside the image.
   void load_x(const Tile& t, std::size_t ci, Addr slot) const {
     if (t.ni > 1) {
-      const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * g_.wp * p_.cc * g_.es);
+      // Images image_pitch rows apart; the rows they share are zeros in both (see image_pitch).
+      const std::int64_t pitch = i64(g_.image_pitch(c_) * g_.wp * p_.cc * g_.es);
       for (std::size_t i = 0; i < t.ni; ++i) load_x(t.image(i), ci, slot.offset(i64(i) * pitch));
       return;
     }
@@ -394,7 +405,7 @@ class DirectRun {
         conv2d(c_.dtype, acc_t, acc, xslot(s), wslot(st.chunk, s), prm, !pw && st.chunk > 0);
         sync_io();
         if (!pw && st.chunk + 1 < p_.qc) continue;
-        const std::int64_t pitch = i64(g_.in_h(c_, c_.oh) * c_.ow * n_out * es_acc);
+        const std::int64_t pitch = i64(g_.image_pitch(c_) * c_.ow * n_out * es_acc);
         for (std::size_t i = 0; i < t.ni; ++i) {
           const Tile ti = t.image(i);
           const Addr a = acc.offset(i64(i) * pitch);
