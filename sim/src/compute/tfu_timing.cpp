@@ -39,16 +39,23 @@ TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
 
   cost.folds = ceil_div(sr, r) * ceil_div(sc, c);
   cost.macs = m * k * n;
-  // Folds of the busiest array when the folds are dealt out over array.count arrays (header).
-  const std::uint64_t busiest = ceil_div(cost.folds, array.count);
-  // Demand-matrix rows of one fold in SCALE-Sim v2 (see the header for the derivation).
-  const std::uint64_t per_fold = os ? t + r + c - 2 : t + 2 * r + c - 2;
-  if (!fold_overlap) {
-    cost.cycles = busiest * per_fold - 1;
-  } else {
-    const std::uint64_t interval = std::max(t, r);
-    cost.cycles = per_fold + (busiest - 1) * interval - 1;
-  }
+  // Demand-matrix rows of one fold streaming `rows` in SCALE-Sim v2 (the header's derivation), and
+  // the busiest array's schedule of `whole` folds of t streamed rows then `split` folds of
+  // `share` rows (one array: whole = folds, split = 0, SCALE-Sim's count).
+  const auto per_fold = [&](std::uint64_t rows) { return os ? rows + r + c - 2 : rows + 2 * r + c - 2; };
+  const auto schedule = [&](std::uint64_t whole, std::uint64_t split, std::uint64_t share) {
+    if (!fold_overlap) return whole * per_fold(t) + split * per_fold(share) - 1;
+    const std::uint64_t first = whole > 0 ? per_fold(t) : per_fold(share);
+    const std::uint64_t rest = whole > 0 ? (whole - 1) * std::max(t, r) + split * std::max(share, r)
+                                         : (split - 1) * std::max(share, r);
+    return first + rest - 1;
+  };
+  // Several arrays (header): folds dealt out whole, the busiest holding ceil(folds / A); or the
+  // folds that do not divide evenly (folds mod A) each split into A shares of ceil(t / A) streamed
+  // rows, one per array. The cheaper of the two.
+  const std::uint64_t a = array.count, whole = cost.folds / a, left = cost.folds % a;
+  cost.cycles = schedule(ceil_div(cost.folds, a), 0, 0);
+  if (left > 0) cost.cycles = std::min(cost.cycles, schedule(whole, left, ceil_div(t, a)));
   if (cost.cycles > 0)
     cost.utilisation = static_cast<double>(cost.macs) /
                        (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));

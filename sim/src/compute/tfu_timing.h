@@ -59,20 +59,29 @@
 //   With one fold both modes agree, and overlap never costs more than no overlap.
 //
 // Several identical arrays (`tfu.arrays` = A >= 1, TfuArray::count; TPU v3: 2 MXUs per core):
-//   The intrinsic's folds are dealt out over the A arrays, which run at the same time; each array
-//   runs its share back to back with exactly the single-array schedule above, so the intrinsic
-//   lasts as long as the busiest array, which holds F_A = ceil(folds / A) folds:
-//     overlap OFF: cycles = F_A * per_fold - 1          (per_fold: OS K + R + C - 2, WS M + 2R + C - 2)
-//     overlap ON:  cycles = per_fold + (F_A - 1) * interval - 1
-//   A = 1 gives F_A = folds: the formulas above, SCALE-Sim v2's count, unchanged.
-//   Why folds and not the streamed dimension: a fold is the unit an array holds (WS: one R x C
-//   weight tile; OS: one R x C output tile), so independent folds need no communication between
-//   arrays. Folds that cover different K ranges of the same outputs leave partial sums in two
-//   arrays' accumulators; adding them is assumed free (it happens while results drain, as TPU's
-//   vector unit pops and adds MXU results in parallel with the MXUs). An intrinsic with fewer
-//   folds than arrays leaves arrays idle: splitting the streamed rows (T) of one fold over two
-//   arrays that hold the same tile is not modelled; a kernel gets all arrays busy by issuing
-//   intrinsics of at least A folds.
+//   The intrinsic's F folds are dealt out over the A arrays, which run at the same time; each
+//   array runs its share back to back with the single-array schedule above, so the intrinsic
+//   lasts as long as the busiest array. Two ways to deal them, the cheaper one counts:
+//   (a) whole folds: the busiest holds F_A = ceil(F / A) folds:
+//     overlap OFF: cycles = F_A * per_fold(T) - 1    (per_fold(T): OS T + R + C - 2, WS T + 2R + C - 2)
+//     overlap ON:  cycles = per_fold(T) + (F_A - 1) * max(T, R) - 1
+//   (b) when A does not divide F: floor(F / A) whole folds each, and the L = F mod A leftover
+//       folds split along their streamed rows, every array holding each leftover fold's tile and
+//       streaming T_A = ceil(T / A) of its rows (two MXUs given the same weight tile, half of
+//       the LHS rows each):
+//     overlap OFF: cycles = floor(F / A) * per_fold(T) + L * per_fold(T_A) - 1
+//     overlap ON:  cycles = per_fold(first) + the other folds' intervals max(T, R) or
+//                  max(T_A, R) - 1, first = a whole fold when there is one
+//   Without (b) an odd fold count on two arrays leaves one idle for a whole fold: a 3x3 conv
+//   with 128 input and output channels is K = 1152 = 9 folds of 128 rows, 5 on one MXU and 4 on
+//   the other, 90% at best, where the TPU runs that layer at 93% of its peak (fidelity.md).
+//   A = 1 gives F_A = F and no leftover: the formulas above, SCALE-Sim v2's count, unchanged.
+//   Why folds first: a fold is the unit an array holds (WS: one R x C weight tile; OS: one R x C
+//   output tile), so independent folds need no communication between arrays. Folds that cover
+//   different K ranges of the same outputs, and the shares of a split OS fold (K is its streamed
+//   dimension), leave partial sums in two arrays' accumulators; adding them is assumed free (it
+//   happens while results drain, as TPU's vector unit pops and adds MXU results in parallel with
+//   the MXUs). A split WS fold's shares are different output rows: nothing to add.
 //   folds (reported) stays the total; utilisation = macs / (cycles x R x C x A).
 //
 // Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T / A - 1 >= M*K*N / (R*C*A) - 1 in every mode, and
