@@ -248,7 +248,7 @@ Status launch_kernel(Handle* h, const char* op, const ForwardArgs& args) {
 // and running statistics, the fp32 totals), and the inference kernel on the totals, which writes y.
 Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorDesc& x, const void* x_ptr,
                       const TensorDesc& y, void* y_ptr, const TensorDesc* const channel[kChannelTensors],
-                      void* const channel_ptr[kChannelTensors], const BatchNormShape& s, void* workspace,
+                      const void* const channel_ptr[kChannelTensors], const BatchNormShape& s, void* workspace,
                       std::size_t workspace_bytes) {
   args.x = permuted_view(x, x_ptr, s);
   args.y = permuted_view(y, y_ptr, s);
@@ -314,7 +314,7 @@ Status launch_forward(Handle* h, const char* op, ForwardArgs args, const TensorD
 
   ForwardArgs norm = args;  // y = x * a + (b - mean * a), a = w * rsqrt(var + eps)
   norm.training = false;
-  for (int k : {kRunMean, kRunVar, kSaveMean, kSaveInvstd}) norm.has[k] = false;
+  norm.has[kSaveMean] = norm.has[kSaveInvstd] = false;
   norm.has[kRunMean] = norm.has[kRunVar] = true;
   norm.channel[kRunMean] = wv[kTotalMean], norm.channel[kRunVar] = wv[kTotalVar];
   MLU_RETURN_IF_ERROR(launch_kernel(h, op, norm));
@@ -356,9 +356,8 @@ Status batch_norm_forward_training(Handle* h, double momentum, double eps, const
   args.eps = eps;
   args.momentum = momentum;
   const TensorDesc* channel[kChannelTensors] = {weight, bias, running_mean, running_var, save_mean, save_invstd};
-  void* const channel_ptr[kChannelTensors] = {const_cast<void*>(weight_ptr), const_cast<void*>(bias_ptr),
-                                              running_mean_ptr,                running_var_ptr,
-                                              save_mean_ptr,                   save_invstd_ptr};
+  const void* channel_ptr[kChannelTensors] = {weight_ptr,      bias_ptr,      running_mean_ptr,
+                                              running_var_ptr, save_mean_ptr, save_invstd_ptr};
   return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s, workspace, workspace_bytes);
 }
 
@@ -385,9 +384,8 @@ Status batch_norm_forward_inference(Handle* h, double eps, const TensorDesc& x, 
   args.training = false;
   args.eps = eps;
   const TensorDesc* channel[kChannelTensors] = {weight, bias, &running_mean, &running_var, nullptr, nullptr};
-  void* const channel_ptr[kChannelTensors] = {const_cast<void*>(weight_ptr), const_cast<void*>(bias_ptr),
-                                              const_cast<void*>(running_mean_ptr), const_cast<void*>(running_var_ptr),
-                                              nullptr, nullptr};
+  const void* channel_ptr[kChannelTensors] = {weight_ptr,      bias_ptr, running_mean_ptr,
+                                              running_var_ptr, nullptr,  nullptr};
   return launch_forward(h, op, args, x, x_ptr, y, y_ptr, channel, channel_ptr, s, nullptr, 0);
 }
 

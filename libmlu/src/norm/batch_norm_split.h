@@ -79,7 +79,9 @@ struct CombineForward {
   std::int64_t slices = 0, channels = 0, m = 0;     // m: values per channel
   double eps = 0, momentum = 0;
   const TensorDesc *running_mean = nullptr, *running_var = nullptr, *save_mean = nullptr, *save_invstd = nullptr;
-  void *running_mean_ptr = nullptr, *running_var_ptr = nullptr, *save_mean_ptr = nullptr, *save_invstd_ptr = nullptr;
+  // Addresses only (the kernel writes through views, as the batch norm kernels' channel views).
+  const void *running_mean_ptr = nullptr, *running_var_ptr = nullptr, *save_mean_ptr = nullptr,
+             *save_invstd_ptr = nullptr;
 };
 Status launch_combine_forward(Handle& h, const char* name, const CombineForward& c);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -167,19 +168,9 @@ void kernel(const Args& a) {
       },
       [&](std::size_t s, int k) {
         const Tile tl = tile_of(s, range.first);
-        auto store = [&](const Nhwc& o, Addr src) {
-          const std::int64_t e = static_cast<std::int64_t>(sim::dtype_size(o.dtype));
-          const Addr dst{Space::kGdram,
-                         o.base + static_cast<std::uint64_t>((tl.n * o.sn + tl.oh0 * o.sh + tl.c0) * e)};
-          const bool dense = t.cb == t.c && o.sh == t.ow * t.c;
-          const CopyShape shape =
-              dense ? CopyShape{static_cast<std::size_t>(tl.rows * t.ow * t.c * e)}
-                    : CopyShape{static_cast<std::size_t>(t.cb * e), static_cast<std::size_t>(t.ow), o.sw * e,
-                                     t.cb * e, static_cast<std::size_t>(tl.rows), o.sh * e, t.ow * t.cb * e};
-          dev::memcpy_strided_async(dst, src, shape, Dir::kNram2Gdram);
-        };
-        store(a.y, yo[k]);
-        if (a.has_indices) store(a.idx, io[k]);
+        copy_nhwc_rows_async(a.y, tl.n, tl.oh0, tl.rows, t.ow, tl.c0, t.cb, t.c, yo[k], Dir::kNram2Gdram);
+        if (a.has_indices)
+          copy_nhwc_rows_async(a.idx, tl.n, tl.oh0, tl.rows, t.ow, tl.c0, t.cb, t.c, io[k], Dir::kNram2Gdram);
       });
 }
 
@@ -200,6 +191,23 @@ bool plan(Tiling* t, const Handle& h, std::size_t es_x, std::size_t es_y, bool i
 Nhwc nhwc(const TensorDesc& d, const void* p) {
   const TensorView v = make_view(d, p);
   return {v.base, v.dtype, v.strides[0], v.strides[2], v.strides[3]};
+}
+
+void copy_nhwc_rows_async(const Nhwc& v, std::int64_t n, std::int64_t row0, std::int64_t rows, std::int64_t width,
+                          std::int64_t c0, std::int64_t cb, std::int64_t c, Addr nram, Dir dir) {
+  const auto e = static_cast<std::int64_t>(sim::dtype_size(v.dtype));
+  const Addr g{Space::kGdram, v.base + static_cast<std::uint64_t>((n * v.sn + row0 * v.sh + c0) * e)};
+  const bool dense = cb == c && v.sh == width * c;
+  CopyShape shape = dense ? CopyShape{static_cast<std::size_t>(rows * width * c * e)}
+                          : CopyShape{static_cast<std::size_t>(cb * e), static_cast<std::size_t>(width), cb * e,
+                                      v.sw * e,  static_cast<std::size_t>(rows), width * cb * e, v.sh * e};
+  if (dir == Dir::kGdram2Nram) {
+    dev::memcpy_strided_async(nram, g, shape, dir);
+    return;
+  }
+  std::swap(shape.dst_stride1, shape.src_stride1);  // the same shape with source and destination swapped
+  std::swap(shape.dst_stride2, shape.src_stride2);
+  dev::memcpy_strided_async(g, nram, shape, dir);
 }
 
 bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const TensorDesc* indices) {

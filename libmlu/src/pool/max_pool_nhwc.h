@@ -22,6 +22,7 @@
 #include "mlusim/mlu/pool.h"
 #include "mlusim/mlu/status.h"
 #include "mlusim/mlu/tensor.h"
+#include "mlusim/sim/kernel_api.h"
 
 namespace mlusim::mlu::nn::pool {
 
@@ -32,6 +33,13 @@ struct Nhwc {
   std::int64_t sn = 0, sh = 0, sw = 0;
 };
 Nhwc nhwc(const TensorDesc& d, const void* p);
+
+// Issues the asynchronous copy between pixel rows [row0, row0 + rows) x [0, width) x channels
+// [c0, c0 + cb) of image n of `v` (c channels in all) and a dense NRAM array [rows][width][cb]:
+// dir kGdram2Nram loads it, kNram2Gdram stores it. One segment when the rows are whole and
+// contiguous, else one per pixel.
+void copy_nhwc_rows_async(const Nhwc& v, std::int64_t n, std::int64_t row0, std::int64_t rows, std::int64_t width,
+                          std::int64_t c0, std::int64_t cb, std::int64_t c, sim::Addr nram, dev::Dir dir);
 
 // The NHWC pooling kernels' plan search over (channel block cb, rows per band r): the largest cb (a
 // divisor of C; blocks of less than 64 bytes only where no longer one fits), then the largest r
@@ -65,10 +73,6 @@ bool max_pool_nhwc_applies(const TensorDesc& x, const TensorDesc& y, const Tenso
 Status max_pool_nhwc_forward(Handle& h, const char* op, const Pool2dParams& p, const TensorDesc& x, const void* x_ptr,
                              const TensorDesc& y, void* y_ptr, const TensorDesc* indices, void* indices_ptr,
                              std::int64_t oh, std::int64_t ow);
-
-}  // namespace mlusim::mlu::nn::pool
-
-namespace mlusim::mlu::nn::pool {
 
 // max_pool2d_backward on channels-last dy, indices and dx (max_pool_nhwc_applies(dx, dy, indices)),
 // one BLOCK kernel over tiles of (image, input-row band, channel block), fp32 on the VFU. A tile

@@ -113,31 +113,13 @@ void kernel(const Args& a) {
   };
   const std::pair<std::size_t, std::size_t> range = task_range(static_cast<std::size_t>(t.tiles()));
   const std::int64_t pitch = t.wp * t.cb;  // accumulator row, elements
-  auto rows_copy = [&](const Nhwc& v, std::int64_t n, std::int64_t row0, std::int64_t rows, std::int64_t width,
-                       std::int64_t c0, Addr nram, Dir dir) {
-    const auto e = static_cast<std::int64_t>(sim::dtype_size(v.dtype));
-    const Addr g{Space::kGdram, v.base + static_cast<std::uint64_t>((n * v.sn + row0 * v.sh + c0) * e)};
-    const bool dense = t.cb == t.c && v.sh == width * t.c;
-    const CopyShape shape =
-        dense ? CopyShape{static_cast<std::size_t>(rows * width * t.c * e)}
-              : CopyShape{static_cast<std::size_t>(t.cb * e), static_cast<std::size_t>(width), t.cb * e, v.sw * e,
-                          static_cast<std::size_t>(rows), width * t.cb * e, v.sh * e};
-    if (dir == Dir::kGdram2Nram) {
-      dev::memcpy_strided_async(nram, g, shape, dir);
-    } else {  // the same shape with the roles of the strides swapped
-      CopyShape st = shape;
-      std::swap(st.dst_stride1, st.src_stride1);
-      std::swap(st.dst_stride2, st.src_stride2);
-      dev::memcpy_strided_async(g, nram, st, dir);
-    }
-  };
   run_pipelined(
       range.second - range.first,
       [&](std::size_t s, int k) {
         const Tile tl = tile_of(s, range.first);
         if (tl.b.outs == 0) return;
-        rows_copy(a.dy, tl.n, tl.b.o0, tl.b.outs, t.ow, tl.c0, gy[k], Dir::kGdram2Nram);
-        rows_copy(a.ix, tl.n, tl.b.o0, tl.b.outs, t.ow, tl.c0, gi[k], Dir::kGdram2Nram);
+        copy_nhwc_rows_async(a.dy, tl.n, tl.b.o0, tl.b.outs, t.ow, tl.c0, t.cb, t.c, gy[k], Dir::kGdram2Nram);
+        copy_nhwc_rows_async(a.ix, tl.n, tl.b.o0, tl.b.outs, t.ow, tl.c0, t.cb, t.c, gi[k], Dir::kGdram2Nram);
       },
       [&](std::size_t s, int k) {
         const Tile tl = tile_of(s, range.first);
@@ -183,7 +165,7 @@ void kernel(const Args& a) {
       },
       [&](std::size_t s, int k) {
         const Tile tl = tile_of(s, range.first);
-        rows_copy(a.dx, tl.n, tl.b.h0, tl.b.rows, t.w, tl.c0, gx[k], Dir::kNram2Gdram);
+        copy_nhwc_rows_async(a.dx, tl.n, tl.b.h0, tl.b.rows, t.w, tl.c0, t.cb, t.c, gx[k], Dir::kNram2Gdram);
       });
 }
 
