@@ -613,12 +613,12 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             if (pw) {  // one input tile, then one intrinsic per piece
               double sum = 0;
               for (std::size_t u = 0; u * ps < nco; ++u) {
-                const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, std::min(ps, nco - u * ps)));
+                const double tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, std::min(ps, nco - u * ps)));
                 sum += std::max({tfu, u == 0 ? x_dma(rows) : 0.0, b.resident ? 0.0 : w_copy});
               }
               return sum;
             }
-            const double tfu = static_cast<double>(d.matmul_cycles(m, g.taps * cc, nco));
+            const double tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
             const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };

@@ -35,7 +35,7 @@
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time): per core,
 // its tiles' steps, each the longest of the intrinsic's TFU cycles (tfu_timing.h via
-// DeviceModel::matmul_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
+// DeviceModel::conv_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
 // core loads, slowed by how unevenly the runs fall on the DRAM channels) and its WRAM copy when
 // not resident; plus the first unit's staging and copy (every cluster staging at once) and the
 // last tile's store. DRAM bytes = weights x (jobs per chunk) + input (with the halo rows) x

@@ -30,6 +30,10 @@ struct DeviceModel {
   // Cycles of one matmul intrinsic C[m,n] = A[m,k] x B[k,n] on this device: the TFU's formula,
   // or vec_matmul's (fp32 accumulation) when the TFU lacks the dtype (mlusim/sim/engine_costs.h).
   std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n) const;
+  // Cycles of one conv2d intrinsic (TFU only): m output pixels x n channels from windows of `taps`
+  // kernel positions x `cin` channels (sim/engine_costs.h: the matmul of K = taps x cin, or the
+  // depth folded per tap where the config says so).
+  std::uint64_t conv_cycles(std::uint64_t m, std::uint64_t taps, std::uint64_t cin, std::uint64_t n) const;
   // Cycles of a VFU pass over n fp32 elements.
   std::uint64_t vfu_cycles_fp32(std::uint64_t n) const;
 };

@@ -22,7 +22,7 @@
 // Tiling (plan_qconv): candidates halve the output channels per chunk (from OC) and the rows per
 // tile (from OH); cc is C, halved until the chunk's weights fit WRAM. Each candidate whose NRAM
 // buffers fit is costed per core (the busiest task's tiles): TFU cycles of its intrinsics
-// (DeviceModel::matmul_cycles) against its input DMA (IO-DMA rate), plus its weight loads, its
+// (DeviceModel::conv_cycles) against its input DMA (IO-DMA rate), plus its weight loads, its
 // VFU requantization passes and its stores, and no less than all tasks' DRAM bytes over the DRAM
 // bandwidth (staged plans: per cluster, its jobs' weight copies and its cores' shares of the
 // tiles); the cheapest wins.
@@ -91,7 +91,7 @@ double estimate(const QConvJob& j, const gemm::DeviceModel& d, std::size_t cores
                                     : static_cast<double>(per);
   const double out_tile = static_cast<double>(p * j.nco * j.out_es);
   const double tfu = static_cast<double>(per * steps) *
-                     static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.cc, j.nco));
+                     static_cast<double>(d.conv_cycles(p, j.kh * j.kw, j.cc, j.nco));
   const double in_dma = static_cast<double>(per) * in_tile / d.io_dma_bpc;
   const double passes = 4.0 + (j.w_sums ? 1 : 0) + (j.bias ? 1 : 0) + (j.relu ? 1 : 0);
   const double vfu = static_cast<double>(per) * passes * static_cast<double>(d.vfu_cycles_fp32(p * j.nco));
@@ -110,7 +110,7 @@ double estimate_staged(const QConvJob& j, const gemm::DeviceModel& d, std::size_
   const double w_chunk = static_cast<double>(j.nco * j.kh * j.kw * j.c);
   const double in_tile = static_cast<double>(j.in_rows(j.rh) * j.w * j.c),
                out_tile = static_cast<double>(p * j.nco * j.out_es);
-  const double tfu = static_cast<double>(d.matmul_cycles(p, j.kh * j.kw * j.c, j.nco));
+  const double tfu = static_cast<double>(d.conv_cycles(p, j.kh * j.kw, j.c, j.nco));
   const double passes = 4.0 + (j.w_sums ? 1 : 0) + (j.bias ? 1 : 0) + (j.relu ? 1 : 0);
   const double vfu = passes * static_cast<double>(d.vfu_cycles_fp32(p * j.nco));
   const double job = w_chunk / d.move_dma_bpc +

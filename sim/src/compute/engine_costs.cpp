@@ -10,6 +10,11 @@ std::uint64_t tfu_matmul_cycles(const HardwareConfig& cfg, DType in_t, std::uint
   return compute::tfu_gemm_cycles(cfg, in_t, m, k, n).cycles;
 }
 
+std::uint64_t tfu_conv_intrinsic_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t pixels,
+                                        std::uint64_t taps, std::uint64_t cin, std::uint64_t cout) {
+  return compute::tfu_conv_cycles(cfg, in_t, pixels, 1, taps, 1, cin, cout).cycles;
+}
+
 std::uint64_t vfu_matmul_cycles(const HardwareConfig& cfg, DType out_t, std::uint64_t m, std::uint64_t k,
                                 std::uint64_t n) {
   return compute::vfu_matmul_cycles(cfg, out_t, m, k, n);

@@ -72,15 +72,27 @@ TfuCost tfu_gemm_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, 
   return tfu_gemm_cycles(array, cfg.tfu_dataflow, cfg.tfu_fold_overlap, m, k, n);
 }
 
-TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
+TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap, bool depth_per_tap,
                         std::uint64_t oh, std::uint64_t ow, std::uint64_t kh, std::uint64_t kw,
                         std::uint64_t cin, std::uint64_t cout) {
-  return tfu_gemm_cycles(array, dataflow, fold_overlap, oh * ow, kh * kw * cin, cout);
+  const std::uint64_t m = oh * ow, k = kh * kw * cin;
+  if (!depth_per_tap || dataflow != Dataflow::kWeightStationary || !array.supported() || m * k * cout == 0)
+    return tfu_gemm_cycles(array, dataflow, fold_overlap, m, k, cout);
+  // WS with the depth folded per tap: whole row folds per tap, K' = KH x KW x R x ceil(Cin / R).
+  TfuCost cost = tfu_gemm_cycles(array, dataflow, fold_overlap, m, kh * kw * array.rows * ceil_div(cin, array.rows),
+                                 cout);
+  cost.macs = m * k * cout;
+  cost.utilisation = static_cast<double>(cost.macs) /
+                     (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));
+  return cost;
 }
 
 TfuCost tfu_conv_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t oh, std::uint64_t ow,
                         std::uint64_t kh, std::uint64_t kw, std::uint64_t cin, std::uint64_t cout) {
-  return tfu_gemm_cycles(cfg, in_t, oh * ow, kh * kw * cin, cout);
+  const TfuArray array = tfu_array_for(cfg, in_t);
+  if (!array.supported()) return tfu_gemm_cycles(cfg, in_t, oh * ow, kh * kw * cin, cout);  // throws, naming the dtype
+  return tfu_conv_cycles(array, cfg.tfu_dataflow, cfg.tfu_fold_overlap, cfg.tfu_conv_depth_per_tap, oh, ow, kh, kw,
+                         cin, cout);
 }
 
 }  // namespace mlusim::sim::compute

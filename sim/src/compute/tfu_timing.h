@@ -90,6 +90,23 @@
 // Convolution maps to GEMM as SCALE-Sim does (operand_matrix.py / topology_utils.py): one output
 // pixel per GEMM row, M = OH * OW, K = KH * KW * Cin, N = Cout. The caller passes OH and OW, so
 // stride, dilation and padding only enter through them.
+//
+// Depth folded tap by tap (`tfu.conv_depth_per_tap`, default off = SCALE-Sim's im2col depth above):
+//   an array fed straight from a channels-innermost tile, with no im2col, streams for each output
+//   pixel one tap's Cin channels at a time: a streamed row is one pixel's channel vector at one
+//   tap's offset, so one fold's K range never spans two taps. Weight-stationary, where K is the
+//   array-row dimension, the row folds are then counted per tap:
+//     WS: folds = KH * KW * ceil(Cin / R) * ceil(Cout / C)   (im2col: ceil(KH * KW * Cin / R) * ...)
+//   i.e. the GEMM formulas above with K' = KH * KW * R * ceil(Cin / R) (macs stay M * K * N). It
+//   changes nothing when Cin is a multiple of R or the kernel is 1 x 1; a 3 x 3 conv with 64 input
+//   channels on 128 rows takes 9 half-used row folds instead of 5 (4.5 rounded up). Output-
+//   stationary streams K: consecutive taps continue the same accumulation, so OS is unchanged.
+//   Evidence that the TPU v3 maps convolutions so: PyTorchSim's conv templates (the simulator the
+//   issue's TPU v3 comparison comes from; PSAL-POSTECH/PyTorchSim, PyTorchSimFrontend/mlir/
+//   mlir_conv_template.py and mlir_conv_sb_template.py) issue one matmul per kernel position
+//   with the depth a tile of input channels on the vector lanes, and Cloud TPU's performance
+//   guide has XLA pad convolution feature dimensions to multiples of 128 at a per-core batch
+//   that is a multiple of 8 but under 128 (docs/fidelity.md).
 // ------------------------------------------------------------------------------------------------
 #pragma once
 
@@ -121,7 +138,8 @@ TfuCost tfu_gemm_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, 
 
 // Convolution producing an OH x OW x Cout output from KH x KW x Cin windows:
 // tfu_gemm_cycles(M = OH*OW, K = KH*KW*Cin, N = Cout).
-TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap,
+// depth_per_tap: the per-tap fold count above (weight-stationary only).
+TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap, bool depth_per_tap,
                         std::uint64_t oh, std::uint64_t ow, std::uint64_t kh, std::uint64_t kw,
                         std::uint64_t cin, std::uint64_t cout);
 TfuCost tfu_conv_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t oh, std::uint64_t ow,

@@ -624,9 +624,9 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
                            range(w, p.out_c * p.k_h * p.k_w * p.in_c * ie, "conv weights")};
   const std::vector<Range> writes{range(out, oh * ow * p.out_c * oe, "conv output")};
   if (accumulate) reads.push_back(writes[0]);
-  const compute::TfuCost timing = compute::tfu_conv_cycles(arr, device_.config.tfu_dataflow,
-                                                           device_.config.tfu_fold_overlap, oh, ow, p.k_h, p.k_w,
-                                                           p.in_c, p.out_c);
+  const compute::TfuCost timing =
+      compute::tfu_conv_cycles(arr, device_.config.tfu_dataflow, device_.config.tfu_fold_overlap,
+                               device_.config.tfu_conv_depth_per_tap, oh, ow, p.k_h, p.k_w, p.in_c, p.out_c);
   check_hazards(reads, writes, label.c_str());
   if (must_compute(device_.functional, out_t))
     compute::conv2d(in_t, out_t, resolve(out, oh * ow * p.out_c * oe, "out"), resolve(in, p.in_h * p.in_w * p.in_c * ie, "in"),

@@ -151,11 +151,11 @@ TEST(TfuTiming, MatchesScaleSimV2ReferenceTable) {
 
 TEST(TfuTiming, ConvMapsToGemmAsScaleSim) {
   // AlexNet conv1: 55x55 outputs of 11x11x3 windows, 96 filters.
-  const TfuCost conv = tfu_conv_cycles(TfuArray{32, 32}, kWS, false, 55, 55, 11, 11, 3, 96);
+  const TfuCost conv = tfu_conv_cycles(TfuArray{32, 32}, kWS, false, false, 55, 55, 11, 11, 3, 96);
   EXPECT_EQ(conv.cycles, 112283u);
   EXPECT_EQ(conv.macs, 3025u * 363u * 96u);
   const TfuCost gemm = tfu_gemm_cycles(TfuArray{32, 32}, kOS, true, 2916, 576, 64);
-  const TfuCost conv2 = tfu_conv_cycles(TfuArray{32, 32}, kOS, true, 54, 54, 3, 3, 64, 64);
+  const TfuCost conv2 = tfu_conv_cycles(TfuArray{32, 32}, kOS, true, false, 54, 54, 3, 3, 64, 64);
   EXPECT_EQ(conv2.cycles, gemm.cycles);
   EXPECT_EQ(conv2.folds, gemm.folds);
 }
@@ -233,7 +233,7 @@ TEST(TfuTiming, SeveralArraysShareTheFoldsByHand) {
   EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 2}, kWS, true, 256, 256, 256).cycles, 893u);
   EXPECT_EQ(tfu_gemm_cycles(TfuArray{128, 128, 1}, kWS, true, 256, 256, 256).cycles, 1405u);
   // Convolutions go through the same GEMM mapping.
-  EXPECT_EQ(tfu_conv_cycles(TfuArray{32, 32, 2}, kWS, false, 55, 55, 11, 11, 3, 96).cycles,
+  EXPECT_EQ(tfu_conv_cycles(TfuArray{32, 32, 2}, kWS, false, false, 55, 55, 11, 11, 3, 96).cycles,
             tfu_gemm_cycles(TfuArray{32, 32, 2}, kWS, false, 3025, 363, 96).cycles);
 }
 
@@ -310,6 +310,42 @@ TEST(TfuTiming, ConfigOverloadPicksTheDtypeArray) {
   EXPECT_EQ(tfu_conv_cycles(cfg, DType::kInt8, 7, 9, 3, 3, 5, 40).cycles,
             cycles(16, 32, kOS, true, 63, 45, 40));
   EXPECT_EQ(tfu_array_for(cfg, DType::kInt32).rows, 0u);
+}
+
+TEST(TfuTiming, ConvDepthPerTapFoldsEachTapsChannels) {
+  // 3x3, 64 -> 64 channels, 56 x 56 outputs on one 128 x 128 WS array, no overlap.
+  //   im2col: K = 576 = ceil(576 / 128) = 5 row folds x 1 column fold, each M + 2R + C - 2 =
+  //           3136 + 256 + 128 - 2 = 3518 cycles: 5 x 3518 - 1 = 17589.
+  //   per tap: 9 taps x ceil(64 / 128) = 9 row folds: 9 x 3518 - 1 = 31661.
+  const TfuArray mxu{128, 128};
+  EXPECT_EQ(tfu_conv_cycles(mxu, kWS, false, false, 56, 56, 3, 3, 64, 64).cycles, 17589u);
+  const TfuCost per_tap = tfu_conv_cycles(mxu, kWS, false, true, 56, 56, 3, 3, 64, 64);
+  EXPECT_EQ(per_tap.cycles, 31661u);
+  EXPECT_EQ(per_tap.folds, 9u);
+  EXPECT_EQ(per_tap.macs, 3136u * 576u * 64u);  // the real work, not the padded depth
+  EXPECT_DOUBLE_EQ(per_tap.utilisation, 3136.0 * 576 * 64 / (31661.0 * 128 * 128));
+  // 200 channels: ceil(200 / 128) = 2 row folds per tap, 18 in all (im2col: ceil(1800 / 128) = 15).
+  EXPECT_EQ(tfu_conv_cycles(mxu, kWS, false, true, 56, 56, 3, 3, 200, 64).folds, 18u);
+  EXPECT_EQ(tfu_conv_cycles(mxu, kWS, false, false, 56, 56, 3, 3, 200, 64).folds, 15u);
+  // With overlap and two arrays the same fold schedule applies: K' = 9 x 128.
+  EXPECT_EQ(tfu_conv_cycles(TfuArray{128, 128, 2}, kWS, true, true, 56, 56, 3, 3, 64, 64).cycles,
+            tfu_gemm_cycles(TfuArray{128, 128, 2}, kWS, true, 3136, 1152, 64).cycles);
+  // Nothing changes where no fold spans two taps (Cin a multiple of R, or a 1x1 kernel), nor
+  // output-stationary, whose K is streamed.
+  for (const bool overlap : {false, true}) {
+    EXPECT_EQ(tfu_conv_cycles(mxu, kWS, overlap, true, 28, 28, 3, 3, 256, 128).cycles,
+              tfu_conv_cycles(mxu, kWS, overlap, false, 28, 28, 3, 3, 256, 128).cycles);
+    EXPECT_EQ(tfu_conv_cycles(mxu, kWS, overlap, true, 28, 28, 1, 1, 64, 128).cycles,
+              tfu_conv_cycles(mxu, kWS, overlap, false, 28, 28, 1, 1, 64, 128).cycles);
+    EXPECT_EQ(tfu_conv_cycles(mxu, kOS, overlap, true, 56, 56, 3, 3, 64, 64).cycles,
+              tfu_conv_cycles(mxu, kOS, overlap, false, 56, 56, 3, 3, 64, 64).cycles);
+  }
+  // The config overload reads tfu.conv_depth_per_tap.
+  HardwareConfig cfg = tfu_config();  // fp32: 8 x 8, WS, no overlap
+  const std::uint64_t im2col = tfu_conv_cycles(cfg, DType::kFloat32, 6, 6, 3, 3, 4, 8).cycles;
+  EXPECT_EQ(im2col, cycles(8, 8, kWS, false, 36, 36, 8));
+  cfg.tfu_conv_depth_per_tap = true;
+  EXPECT_EQ(tfu_conv_cycles(cfg, DType::kFloat32, 6, 6, 3, 3, 4, 8).cycles, cycles(8, 8, kWS, false, 36, 72, 8));
 }
 
 TEST(TfuTiming, UnsupportedDtypeOrArrayThrows) {

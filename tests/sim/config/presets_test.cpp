@@ -186,6 +186,7 @@ TEST(Presets, TpuV3Figures) {
   EXPECT_FALSE(c.tfu_int8.supported());               // bf16 multiplies only
   EXPECT_EQ(c.tfu_dataflow, Dataflow::kWeightStationary);
   EXPECT_TRUE(c.tfu_fold_overlap);
+  EXPECT_TRUE(c.tfu_conv_depth_per_tap);                // channels on the lanes, one matmul per kernel position
   // 123 TFLOPS bf16 per chip, published rounded to three digits: 2 cores x 2 MXUs x 16384 MACs x 2 x
   // 0.94 GHz = 123.2 (the one preset whose derived peak is the published product itself).
   EXPECT_NEAR(2 * tfu_peak_tera(c, DType::kFloat16), 123.0, 0.5);

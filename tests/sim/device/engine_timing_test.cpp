@@ -95,6 +95,33 @@ TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
   EXPECT_EQ(conv.cycles, 167u);
 }
 
+// tfu.conv_depth_per_tap: the conv intrinsic's depth folds tap by tap on a weight-stationary array.
+// 6x6 input, 3x3 kernel, 2 -> 8 channels on fp32 4x4, no overlap: M = 16, per fold M + 2R + C - 2
+// = 26; im2col K = 18: 5 x 2 = 10 folds, 10 * 26 - 1 = 259; per tap 9 x ceil(2 / 4) x 2 = 18
+// folds, 18 * 26 - 1 = 467. Output-stationary streams K: the key changes nothing there.
+TEST_F(EngineTiming, TfuConvDepthPerTap) {
+  auto conv_cycles = [this] {
+    const KernelRecord r = run("conv", [] {
+      auto in = nram_alloc<float>(6 * 6 * 2), out = nram_alloc<float>(4 * 4 * 8);
+      auto w = wram_alloc<float>(8 * 3 * 3 * 2);
+      ConvParams p;
+      p.in_h = p.in_w = 6, p.in_c = 2, p.out_c = 8, p.k_h = p.k_w = 3;
+      conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
+    });
+    EXPECT_FALSE(r.faulted) << r.fault;
+    EXPECT_EQ(r.macs, 16u * 18u * 8u);
+    return r.cycles;
+  };
+  build("tiny", {{"tfu.dataflow", "weight_stationary"}});
+  EXPECT_EQ(conv_cycles(), 259u);
+  build("tiny", {{"tfu.dataflow", "weight_stationary"}, {"tfu.conv_depth_per_tap", "true"}});
+  EXPECT_EQ(conv_cycles(), 467u);
+  build("tiny", {{"tfu.conv_depth_per_tap", "true"}});
+  const std::uint64_t os_per_tap = conv_cycles();
+  build("tiny", {});
+  EXPECT_EQ(conv_cycles(), os_per_tap);
+}
+
 // Scalar unit: on-chip access = scalar.onchip_access_cycles; GDRAM adds one DRAM latency.
 TEST_F(EngineTiming, ScalarLoadsAndStores) {
   const std::uint64_t g = dmalloc(64);

@@ -14,6 +14,12 @@ namespace mlusim::sim {
 // dataflow and fold-overlap setting. Throws std::invalid_argument if the TFU lacks in_t.
 std::uint64_t tfu_matmul_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, std::uint64_t k,
                                 std::uint64_t n);
+// One TFU conv2d intrinsic producing `pixels` output pixels of `cout` channels from windows of
+// `taps` kernel positions x `cin` channels (input dtype in_t): the matmul of M = pixels,
+// K = taps x cin, N = cout, or per tap when cfg's `tfu.conv_depth_per_tap` folds it so
+// (compute/tfu_timing.h). Throws std::invalid_argument if the TFU lacks in_t.
+std::uint64_t tfu_conv_intrinsic_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t pixels,
+                                        std::uint64_t taps, std::uint64_t cin, std::uint64_t cout);
 // The same product on the VFU (vec_matmul) with output dtype out_t.
 std::uint64_t vfu_matmul_cycles(const HardwareConfig& cfg, DType out_t, std::uint64_t m, std::uint64_t k,
                                 std::uint64_t n);
