@@ -105,13 +105,14 @@ class WeightGradRun {
     for (std::size_t r = 0; r < p_.rounds; ++r) {
       const std::size_t k = r * cores + core;
       Job j;
+      bool stored = false;
       if (k < p_.jobs) {
         j = job(k);
-        accumulate(j);
+        stored = accumulate(j);
         if (p_.shared) sync_cluster();  // done with the job's SRAM
       }
       if (p_.s == 1) {
-        if (k < p_.jobs) store_rows(j, acc_, 0, g_.taps * j.on, true);
+        if (k < p_.jobs && !stored) store_rows(j, acc_, 0, g_.taps * j.on, true);
         sync_io();
         continue;
       }
@@ -262,20 +263,25 @@ class WeightGradRun {
 
   // acc[tap][on, cn] = sum over the job's tiles of dYt x X_tap. Steps (tile, tap) in order; the
   // next step's window copy, and (one piece per tap but the last) the next tile's loads, run
-  // during the current step's matmul; one sync per step.
-  void accumulate(const Job& j) {
+  // during the current step's matmul; one sync per step. Without a reduction (s == 1) a tap's
+  // sums are final once the last tile's matmul of that tap is done: each is stored to dW (cast
+  // in the input slot the last tile leaves free) while the next tap's matmul runs, so only the
+  // last tap's store follows the compute. Returns whether it stored the sums.
+  bool accumulate(const Job& j) {
     if (ident_n_ != j.on) build_identity(j.on);
-    // The padding columns are never written by a load: zero whole slots for this job's layout.
-    for (Addr a : xs_) vec_fill(c_.dtype, a, 0.0, xslot_ / g_.es);
     if (j.tiles.size == 0) {
       vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
-      return;
+      return false;
     }
+    const bool early = store_early(j);
+    auto tap_sums = [&](std::size_t tap) { return acc_.offset(i64(tap * j.on * j.cn * 4)); };
     const std::size_t taps = g_.taps, pieces = std::max<std::size_t>(1, taps - 1);
     Tile t = tile(j.tiles.begin);
+    zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
     load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
     load_dy(j, t);
+    if (j.tiles.size > 1) zero_padding(j, 1);  // while tile 0 loads
     sync_io();
     copy_tap(j, t, xs_[0], 0, xt_[0]);
     sync_io();
@@ -298,22 +304,48 @@ class WeightGradRun {
           if (taps == 1) sync_io();  // the next tile's input was issued in this very step
           copy_tap(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
+        if (early && !more && tap > 0) store_tap_async(j, tap - 1, tap_sums(tap - 1), (i + 1) % 2);
         matmul(c_.dtype, DType::kFloat32, acc_.offset(i64(tap * j.on * j.cn * 4)), dyt_, xt_[step % 2], j.on, px,
                j.cn, false, i > 0);
         sync_io();
       }
       t = nt;
     }
+    if (early) store_rows(j, tap_sums(taps - 1), (taps - 1) * j.on, taps * j.on, true);
+    return early;
+  }
+
+  // The padding columns are never written by a load: input slot i is zeroed whole for the job's
+  // layout (cn channels a pixel) unless it still is from an earlier job (not used as scratch since).
+  void zero_padding(const Job& j, std::size_t i) {
+    if (zeroed_cn_[i] == j.cn) return;
+    vec_fill(c_.dtype, xs_[i], 0.0, xslot_ / g_.es);
+    zeroed_cn_[i] = j.cn;
+  }
+
+  // Whether a job's taps are stored as they are finished (accumulate): no reduction, and one
+  // tap's sums, cast to the dtype, fit an input slot.
+  bool store_early(const Job& j) const { return p_.s == 1 && j.on * j.cn * g_.es <= xslot_; }
+
+  // Tap `tap`'s [on, cn] sums at `sums` to dW without waiting (cast into input slot `slot` unless
+  // fp32); the caller syncs before it reuses the slot.
+  void store_tap_async(const Job& j, std::size_t tap, Addr sums, std::size_t slot) {
+    Addr src = sums;
+    if (c_.dtype != DType::kFloat32) {
+      src = scratch(slot);
+      vec_cast(c_.dtype, src, DType::kFloat32, sums, j.on * j.cn);
+    }
+    store_rows(j, src, tap * j.on, (tap + 1) * j.on, false);
   }
 
   // Stores rows [r0, r1) of the job's [taps x on, cn] sums (row tap x on + o is dW[o0 + o, tap,
   // c0 .. c0 + cn)), found at `src` (row r0 first), in the dtype when `from_acc` is false.
-  void store_rows(const Job& j, Addr src, std::size_t r0, std::size_t r1, bool from_acc) const {
+  void store_rows(const Job& j, Addr src, std::size_t r0, std::size_t r1, bool from_acc) {
     if (from_acc && c_.dtype != DType::kFloat32) {
       const std::size_t chunk = std::max<std::size_t>(1, xslot_ / (j.cn * 4));
       for (std::size_t r = r0; r < r1; r += chunk) {
         const std::size_t n = std::min(chunk, r1 - r);
-        vec_cast(c_.dtype, xs_[0], DType::kFloat32, src.offset(i64((r - r0) * j.cn * 4)), n * j.cn);
+        vec_cast(c_.dtype, scratch(0), DType::kFloat32, src.offset(i64((r - r0) * j.cn * 4)), n * j.cn);
         store_rows(j, xs_[0], r, r + n, false);
         sync_io();  // the scratch is reused
       }
@@ -342,7 +374,7 @@ class WeightGradRun {
       const Addr other = parts_.offset(i64((first + q) * acc_bytes_));
       for (std::size_t r = 0; r < rows.size; r += chunk) {
         const std::size_t n = std::min(chunk, rows.size - r);
-        dev::memcpy(xs_[1], other.offset(i64((rows.begin + r) * row)), n * row, Dir::kSram2Nram);
+        dev::memcpy(scratch(1), other.offset(i64((rows.begin + r) * row)), n * row, Dir::kSram2Nram);
         vec_binary(sim::VecBinaryOp::kAdd, DType::kFloat32, mine.offset(i64(r * row)), mine.offset(i64(r * row)),
                    xs_[1], n * j.cn);
       }
@@ -353,7 +385,14 @@ class WeightGradRun {
   const WeightGradConv& c_;
   const WeightGradPlan& p_;
   const Geometry g_;
+  // Input slot i as scratch: its padding columns are no longer zero.
+  Addr scratch(std::size_t i) {
+    zeroed_cn_[i] = 0;
+    return xs_[i];
+  }
+
   Addr parts_, xsram_[2], acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
+  std::size_t zeroed_cn_[2] = {0, 0};  // per input slot: the cn whose padding columns it holds zeroed (0: none)
   std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;
 };
 
@@ -428,12 +467,22 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
         const double copy = d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
         const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
+        // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
+        // its bytes rounded up to bursts (one run a row when cb == C).
+        const double run = static_cast<double>(cb) * es;
+        const double x_dram = cb < c.c ? x_tile * static_cast<double>(ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes) / run
+                                       : x_tile;
         const double dy_tile = static_cast<double>(p * ocb) * es;
         // A tile's loads from DRAM at the IO-DMA rate or the core's share of DRAM (all cores load).
         auto io = [&](double bytes) {
           return d.io_latency_cycles + std::max(bytes / d.io_dma_bpc, bytes * static_cast<double>(all) / d.dram_bpc);
         };
-        const double store = d.io_latency_cycles + acc / 4 * es / d.io_dma_bpc;
+        // The block's dW (in the dtype), every core storing at the same time: its IO-DMA rate or
+        // its share of DRAM.
+        const double out_bytes = acc / 4 * es;
+        const double store =
+            d.io_latency_cycles + std::max(out_bytes / d.io_dma_bpc, out_bytes * static_cast<double>(all) / d.dram_bpc);
+        const bool early = static_cast<double>(ocb * cb) * es <= static_cast<double>(b.xslot);  // store_early, s == 1
         const double halo = std::max(1.0, static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h));
         for (std::size_t s = 1; s <= cores && s <= tiles; s *= 2)
           for (int shared = 0; shared < 2; ++shared) {
@@ -445,12 +494,12 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             if (s > 1 && cores * b.acc > d.sram_bytes) continue;
             const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
             const std::size_t rounds = ceil_div(jobs, clusters * cores);
-            double load = io(x_tile + dy_tile), moves = static_cast<double>(g.taps) * copy;
+            double load = io(x_dram + dy_tile), moves = static_cast<double>(g.taps) * copy;
             if (shared) {
               const double sram_copy = d.move_latency_cycles + std::max(x_tile / d.move_dma_bpc,
                                                                         x_tile * static_cast<double>(cores + 1) / d.sram_bpc);
-              const double stage = d.io_latency_cycles + std::max(x_tile / d.memcore_dma_bpc,
-                                                                  x_tile * static_cast<double>(clusters) / d.dram_bpc);
+              const double stage = d.io_latency_cycles + std::max(x_dram / d.memcore_dma_bpc,
+                                                                  x_dram * static_cast<double>(clusters) / d.dram_bpc);
               load = std::max({io(dy_tile), sram_copy, stage});
               moves += sram_copy;  // the core's one Move-DMA engine carries the SRAM copy and the windows
             }
@@ -461,7 +510,12 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                                            static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
                                                static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
                                      : 0.0;
-            const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + store / static_cast<double>(s);
+            // s == 1 (store_early): a tap's store overlaps the next tap's matmul, so the last tile's
+            // steps take the longer of the two and only the last tap's store follows the compute.
+            const double tap_store = store / static_cast<double>(g.taps);
+            const double stores = s == 1 && early ? tap_store + static_cast<double>(g.taps - 1) * std::max(0.0, tap_store - mm)
+                                                  : store / static_cast<double>(s);
+            const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + stores;
             const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
             if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
                 (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {

@@ -23,18 +23,25 @@
 // The next tap's window copy and the next tile's loads (spread over the tile's taps, one piece per
 // tap) run while the TFU computes; the core syncs once per tap. With `shared` input tiles the
 // memory core stages tile t + 1 in SRAM (double-buffered; one cluster barrier per tile, passed
-// at the first tap of tile t) and the cores copy it into NRAM from there. After its tiles, a core with
-// s > 1 writes its partial sums to SRAM; after a cluster barrier each of the s cores adds the
-// others' partials for 1/s of the block's rows (VFU) and stores them, rounded to the dtype.
+// at the first tap of tile t) and the cores copy it into NRAM from there. With s == 1 a tap's sums
+// are final once the last tile's matmul of that tap is done: the core rounds them to the dtype and
+// stores them while the next tap's matmul runs (all cores end a round together, so a store after
+// the compute would find every core writing dW at once). A core with s > 1 writes its partial
+// sums to SRAM after its tiles; after a cluster barrier each of the s cores adds the others'
+// partials for 1/s of the block's rows (VFU) and stores them, rounded to the dtype.
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
 //   tile   = transpose(ocb, ocb, P) + max(taps x mm(ocb, P, cb), taps x copy_t (+ the SRAM -> NRAM
 //     copy when shared: the core's one Move-DMA engine carries both), load)
 //     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = move latency + P x cb x es / move
-//     rate, load = the tile's x and dY bytes at the IO-DMA rate or the core's share of DRAM;
+//     rate, load = the tile's x (its runs of cb channels rounded up to DMA bursts) and dY bytes
+//     at the IO-DMA rate or the core's share of DRAM;
 //   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
-//     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + store;
+//     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + stores, where store = the
+//     block's dW bytes at the IO-DMA rate or the core's share of DRAM (every core stores at once)
+//     and stores = store / s, or (s == 1, taps stored early) store / taps + (taps - 1) x
+//     max(0, store / taps - mm): a tap's store overlaps the next tap's matmul;
 //   DRAM bytes = (OC / ocb) x X (with halo rows; / cores per cluster when shared) + (C / cb) x dY
 //     + dW; estimate = the larger of rounds x round and DRAM bytes / DRAM rate. Shared: `load`
 //     is the longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the

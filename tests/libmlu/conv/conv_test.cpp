@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
+#include <type_traits>
 
 #include "common/mlu_test.h"
 #include "conv/direct_conv.h"
@@ -197,6 +199,11 @@ class ConvTest : public MluTest {
     });
     expect_close(gw, want, tol, "dw");
   }
+
+  // The direct backward-weight kernel launched with `plan` as given (channels_last operands),
+  // against the reference.
+  template <class T>
+  void forced_weight_grad(const Case& k, const conv::WeightGradPlan& plan, double tol, const std::string& what);
 };
 
 ConvParams params(int pad_h, int pad_w, int stride_h, int stride_w, int dil_h, int dil_w, int groups) {
@@ -574,6 +581,29 @@ TEST_F(ConvTest, PointwiseBackwardWeightIsOneMatmul) {
 // pixels split over two cores (sums reduced through SRAM).
 // (1x1 stride-1 convolutions are one matmul, above; fewer input channels than array columns keep
 // the GEMM.)
+template <class T>
+void ConvTest::forced_weight_grad(const Case& k, const conv::WeightGradPlan& plan, double tol, const std::string& what) {
+  const Format cl = Format::kChannelsLast;
+  const conv::WeightGradConv d = weight_grad_of(k, std::is_same_v<T, float> ? DType::kFloat32 : DType::kFloat16);
+  auto x = make<T>(k.n, k.c, k.h, k.w, cl, 8);
+  auto gy = make<T>(k.n, k.oc, d.oh, d.ow, cl, 9);
+  auto gw = make<T>(k.oc, k.c, k.kh, k.kw, cl, 10);
+  conv::WeightGradConv run = d;
+  const auto addr = [](void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
+  run.x_base = addr(to_device(x.data)), run.dy_base = addr(to_device(gy.data));
+  void* pdw = to_device(gw.data);
+  run.dw_base = addr(pdw);
+  std::uint32_t kernels = 0;
+  ASSERT_EQ(conv::launch_weight_grad(h(), "weight_grad_" + what, run, plan, &kernels), Status::kSuccess)
+      << last_error_detail();
+  gw.data = from_device<T>(pdw, gw.data.size());
+  std::vector<double> want(gw.data.size(), 0.0);
+  for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+    want[flat(gw.d, o, ci, i, j)] += gy.get(n, o, oy, ox) * x.get(n, ci, iy, ix);
+  });
+  expect_close(gw, want, tol, ("dw (" + what + ")").c_str());
+}
+
 TEST_F(ConvTest, DirectBackwardWeight) {
   const Format cl = Format::kChannelsLast;
   backward_weight<float>(kCases[0], cl, cl, cl, 1e-4);
@@ -592,24 +622,32 @@ TEST_F(ConvTest, DirectBackwardWeight) {
   conv::WeightGradPlan split = plan;
   split.s = 2, split.shared = false, split.jobs = plan.nob * plan.ncb * 2;
   split.clusters = std::min<std::size_t>(2, (split.jobs + 3) / 4), split.rounds = (split.jobs + 4 * split.clusters - 1) / (4 * split.clusters);
-  const conv::WeightGradConv d = weight_grad_of(big, DType::kFloat32);
-  auto x = make<float>(big.n, big.c, big.h, big.w, cl, 8);
-  auto gy = make<float>(big.n, big.oc, d.oh, d.ow, cl, 9);
-  auto gw = make<float>(big.oc, big.c, big.kh, big.kw, cl, 10);
-  conv::WeightGradConv run = d;
-  const auto addr = [](void* p) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)); };
-  run.x_base = addr(to_device(x.data)), run.dy_base = addr(to_device(gy.data));
-  void* pdw = to_device(gw.data);
-  run.dw_base = addr(pdw);
-  std::uint32_t kernels = 0;
-  ASSERT_EQ(conv::launch_weight_grad(h(), "weight_grad_split", run, split, &kernels), Status::kSuccess)
-      << last_error_detail();
-  gw.data = from_device<float>(pdw, gw.data.size());
-  std::vector<double> want(gw.data.size(), 0.0);
-  for_each_tap(big, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
-    want[flat(gw.d, o, ci, i, j)] += gy.get(n, o, oy, ox) * x.get(n, ci, iy, ix);
-  });
-  expect_close(gw, want, 1e-4, "dw (s = 2)");
+  forced_weight_grad<float>(big, split, 1e-4, "s = 2");
+}
+
+// Without a reduction (s == 1) each tap's sums are stored while the next tap's matmul runs (cast
+// in a free input slot for fp16), and an input slot keeps its zeroed padding columns for the
+// next job unless it served as that scratch or the next job's channel count differs. Forced
+// plans on one cluster, so each core runs two jobs (6 jobs on 4 cores): blocks of 7 input
+// channels (core 0: two of them, the same layout; core 1: 7 then the last block's 36 - 5 x 7 = 1
+// channel), jobs of one tile (the store's scratch is the unused second slot) and of several
+// tiles (the last tile's free slot). 12 output channels x 7 cast into a slot reach past its
+// first row (7 pixels wide) into the left padding column of the second, which no load writes.
+TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
+  const Case k{2, 36, 6, 5, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(k, DType::kFloat32));
+  ASSERT_GT(plan.ocb, 0u);
+  plan.ocb = 12, plan.cb = 7, plan.s = 1, plan.shared = false, plan.clusters = 1;
+  plan.nob = 1, plan.ncb = 6, plan.jobs = plan.nob * plan.ncb;
+  plan.rounds = (plan.jobs + 3) / 4;  // tiny: 4 cores a cluster
+  for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
+    plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
+    forced_weight_grad<float>(k, plan, 1e-4, "fp32 rh " + std::to_string(rows));
+    forced_weight_grad<half>(k, plan, 5e-3, "fp16 rh " + std::to_string(rows));
+  }
+  plan.rh = 6, plan.ni = 2, plan.tb = 1, plan.tiles = 1;  // one tile: both images
+  forced_weight_grad<float>(k, plan, 1e-4, "fp32 one tile");
+  forced_weight_grad<half>(k, plan, 5e-3, "fp16 one tile");
 }
 
 // TFU time of the direct backward-weight kernel = the sum over its intrinsics of tfu_timing.h's
