@@ -305,8 +305,7 @@ class WeightGradRun {
           copy_tap(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
         if (early && !more && tap > 0) store_tap_async(j, tap - 1, tap_sums(tap - 1), (i + 1) % 2);
-        matmul(c_.dtype, DType::kFloat32, acc_.offset(i64(tap * j.on * j.cn * 4)), dyt_, xt_[step % 2], j.on, px,
-               j.cn, false, i > 0);
+        matmul(c_.dtype, DType::kFloat32, tap_sums(tap), dyt_, xt_[step % 2], j.on, px, j.cn, false, i > 0);
         sync_io();
       }
       t = nt;
@@ -321,6 +320,12 @@ class WeightGradRun {
     if (zeroed_cn_[i] == j.cn) return;
     vec_fill(c_.dtype, xs_[i], 0.0, xslot_ / g_.es);
     zeroed_cn_[i] = j.cn;
+  }
+
+  // Input slot i as scratch: its padding columns are no longer zero.
+  Addr scratch(std::size_t i) {
+    zeroed_cn_[i] = 0;
+    return xs_[i];
   }
 
   // Whether a job's taps are stored as they are finished (accumulate): no reduction, and one
@@ -385,12 +390,6 @@ class WeightGradRun {
   const WeightGradConv& c_;
   const WeightGradPlan& p_;
   const Geometry g_;
-  // Input slot i as scratch: its padding columns are no longer zero.
-  Addr scratch(std::size_t i) {
-    zeroed_cn_[i] = 0;
-    return xs_[i];
-  }
-
   Addr parts_, xsram_[2], acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
   std::size_t zeroed_cn_[2] = {0, 0};  // per input slot: the cn whose padding columns it holds zeroed (0: none)
   std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;

@@ -11,7 +11,19 @@ namespace {
 
 using namespace mlusim::dev;
 
-class EngineTiming : public SimTest {};
+class EngineTiming : public SimTest {
+ protected:
+  // One fp32 conv2d intrinsic: a 6x6 input of `cin` channels, 3x3 kernel, 8 output channels.
+  KernelRecord conv_6x6(std::uint32_t cin) {
+    return run("conv", [cin] {
+      auto in = nram_alloc<float>(6 * 6 * cin), out = nram_alloc<float>(4 * 4 * 8);
+      auto w = wram_alloc<float>(8 * 3 * 3 * cin);
+      ConvParams p;
+      p.in_h = p.in_w = 6, p.in_c = cin, p.out_c = 8, p.k_h = p.k_w = 3;
+      conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
+    });
+  }
+};
 
 // VFU 128 bytes wide: 32 fp32 lanes, 64 fp16 lanes; startup 10 cycles; transcendental ops take
 // 4 passes. add fp32 x 1000: 10 + ceil(1000/32) = 42. exp fp16 x 1000: 10 + 4*ceil(1000/64) = 74.
@@ -84,13 +96,7 @@ TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
   EXPECT_EQ(r.macs, 512u);
   // The conv intrinsic too: 6x6 input, 3x3 kernel, 4 -> 8 channels: M = 16, K = 36, N = 8 on 4x4:
   // 4 x 2 = 8 folds of 36 + 4 + 4 - 2 = 42; 4 per array -> 4 * 42 - 1 = 167.
-  const KernelRecord conv = run("conv", [] {
-    auto in = nram_alloc<float>(6 * 6 * 4), out = nram_alloc<float>(4 * 4 * 8);
-    auto w = wram_alloc<float>(8 * 3 * 3 * 4);
-    ConvParams p;
-    p.in_h = p.in_w = 6, p.in_c = 4, p.out_c = 8, p.k_h = p.k_w = 3;
-    conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
-  });
+  const KernelRecord conv = conv_6x6(4);
   ASSERT_FALSE(conv.faulted) << conv.fault;
   EXPECT_EQ(conv.cycles, 167u);
 }
@@ -101,13 +107,7 @@ TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
 // folds, 18 * 26 - 1 = 467. Output-stationary streams K: the key changes nothing there.
 TEST_F(EngineTiming, TfuConvDepthPerTap) {
   auto conv_cycles = [this] {
-    const KernelRecord r = run("conv", [] {
-      auto in = nram_alloc<float>(6 * 6 * 2), out = nram_alloc<float>(4 * 4 * 8);
-      auto w = wram_alloc<float>(8 * 3 * 3 * 2);
-      ConvParams p;
-      p.in_h = p.in_w = 6, p.in_c = 2, p.out_c = 8, p.k_h = p.k_w = 3;
-      conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
-    });
+    const KernelRecord r = conv_6x6(2);
     EXPECT_FALSE(r.faulted) << r.fault;
     EXPECT_EQ(r.macs, 16u * 18u * 8u);
     return r.cycles;
