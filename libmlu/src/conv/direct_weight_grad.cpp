@@ -60,6 +60,13 @@ CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t
   return b;
 }
 
+// Whether a job of `on` output x `cn` input channels stores each tap's sums as soon as they are
+// final (WeightGradRun::accumulate): no reduction over cores (s == 1), and one tap's sums, cast to
+// the dtype (es bytes), fit an input slot of `xslot` bytes, the cast's scratch.
+bool stores_taps_early(std::size_t s, std::size_t on, std::size_t cn, std::size_t es, std::size_t xslot) {
+  return s == 1 && on * cn * es <= xslot;
+}
+
 // Bytes of one SRAM slot of a shared input tile: [ni][block rows][W][cb].
 std::size_t sram_slot_bytes(const WeightGradConv& c, const Geometry& g, std::size_t cb, std::size_t rh,
                             std::size_t ni) {
@@ -273,7 +280,7 @@ class WeightGradRun {
       vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
       return false;
     }
-    const bool early = store_early(j);
+    const bool early = stores_taps_early(p_.s, j.on, j.cn, g_.es, xslot_);
     auto tap_sums = [&](std::size_t tap) { return acc_.offset(i64(tap * j.on * j.cn * 4)); };
     const std::size_t taps = g_.taps, pieces = std::max<std::size_t>(1, taps - 1);
     Tile t = tile(j.tiles.begin);
@@ -327,10 +334,6 @@ class WeightGradRun {
     zeroed_cn_[i] = 0;
     return xs_[i];
   }
-
-  // Whether a job's taps are stored as they are finished (accumulate): no reduction, and one
-  // tap's sums, cast to the dtype, fit an input slot.
-  bool store_early(const Job& j) const { return p_.s == 1 && j.on * j.cn * g_.es <= xslot_; }
 
   // Tap `tap`'s [on, cn] sums at `sums` to dW without waiting (cast into input slot `slot` unless
   // fp32); the caller syncs before it reuses the slot.
@@ -469,8 +472,8 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
         // its bytes rounded up to bursts (one run a row when cb == C).
         const double run = static_cast<double>(cb) * es;
-        const double x_dram = cb < c.c ? x_tile * static_cast<double>(ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes) / run
-                                       : x_tile;
+        const double bursts = static_cast<double>(ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes);
+        const double x_dram = cb < c.c ? x_tile * bursts / run : x_tile;
         const double dy_tile = static_cast<double>(p * ocb) * es;
         // A tile's loads from DRAM at the IO-DMA rate or the core's share of DRAM (all cores load).
         auto io = [&](double bytes) {
@@ -481,7 +484,6 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const double out_bytes = acc / 4 * es;
         const double store =
             d.io_latency_cycles + std::max(out_bytes / d.io_dma_bpc, out_bytes * static_cast<double>(all) / d.dram_bpc);
-        const bool early = static_cast<double>(ocb * cb) * es <= static_cast<double>(b.xslot);  // store_early, s == 1
         const double halo = std::max(1.0, static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h));
         for (std::size_t s = 1; s <= cores && s <= tiles; s *= 2)
           for (int shared = 0; shared < 2; ++shared) {
@@ -509,11 +511,14 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                                            static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
                                                static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
                                      : 0.0;
-            // s == 1 (store_early): a tap's store overlaps the next tap's matmul, so the last tile's
-            // steps take the longer of the two and only the last tap's store follows the compute.
+            // Taps stored early (stores_taps_early): a tap's store overlaps the next tap's matmul, so
+            // the last tile's steps take the longer of the two and only the last tap's store
+            // follows the compute.
             const double tap_store = store / static_cast<double>(g.taps);
-            const double stores = s == 1 && early ? tap_store + static_cast<double>(g.taps - 1) * std::max(0.0, tap_store - mm)
-                                                  : store / static_cast<double>(s);
+            const double stores =
+                stores_taps_early(s, ocb, cb, g.es, b.xslot)
+                    ? tap_store + static_cast<double>(g.taps - 1) * std::max(0.0, tap_store - mm)
+                    : store / static_cast<double>(s);
             const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + stores;
             const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
             if (best.ocb == 0 || est < best.est_cycles * 0.999 ||

@@ -9,6 +9,23 @@ namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+// macs / (cycles x the arrays' MACs per cycle); 0 for an empty operation.
+double utilisation(const TfuCost& cost, const TfuArray& array) {
+  if (cost.cycles == 0) return 0.0;
+  return static_cast<double>(cost.macs) /
+         (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));
+}
+
+// cfg's array for input dtype in_t; throws std::invalid_argument naming the dtype when the TFU has none.
+TfuArray usable_array(const HardwareConfig& cfg, DType in_t) {
+  const TfuArray array = tfu_array_for(cfg, in_t);
+  if (!array.supported())
+    throw std::invalid_argument("TFU: dtype '" + std::string(dtype_name(in_t)) +
+                                "' is not supported by the tensor unit of config '" + cfg.name +
+                                "'");
+  return array;
+}
+
 }  // namespace
 
 TfuArray tfu_array_for(const HardwareConfig& cfg, DType t) {
@@ -56,20 +73,13 @@ TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
   const std::uint64_t a = array.count, whole = cost.folds / a, left = cost.folds % a;
   cost.cycles = schedule(ceil_div(cost.folds, a), 0, 0);
   if (left > 0) cost.cycles = std::min(cost.cycles, schedule(whole, left, ceil_div(t, a)));
-  if (cost.cycles > 0)
-    cost.utilisation = static_cast<double>(cost.macs) /
-                       (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));
+  cost.utilisation = utilisation(cost, array);
   return cost;
 }
 
 TfuCost tfu_gemm_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t m, std::uint64_t k,
                         std::uint64_t n) {
-  const TfuArray array = tfu_array_for(cfg, in_t);
-  if (!array.supported())
-    throw std::invalid_argument("TFU: dtype '" + std::string(dtype_name(in_t)) +
-                                "' is not supported by the tensor unit of config '" + cfg.name +
-                                "'");
-  return tfu_gemm_cycles(array, cfg.tfu_dataflow, cfg.tfu_fold_overlap, m, k, n);
+  return tfu_gemm_cycles(usable_array(cfg, in_t), cfg.tfu_dataflow, cfg.tfu_fold_overlap, m, k, n);
 }
 
 TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_overlap, bool depth_per_tap,
@@ -82,17 +92,14 @@ TfuCost tfu_conv_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
   TfuCost cost = tfu_gemm_cycles(array, dataflow, fold_overlap, m, kh * kw * array.rows * ceil_div(cin, array.rows),
                                  cout);
   cost.macs = m * k * cout;
-  cost.utilisation = static_cast<double>(cost.macs) /
-                     (static_cast<double>(cost.cycles) * static_cast<double>(array.macs_per_cycle()));
+  cost.utilisation = utilisation(cost, array);
   return cost;
 }
 
 TfuCost tfu_conv_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t oh, std::uint64_t ow,
                         std::uint64_t kh, std::uint64_t kw, std::uint64_t cin, std::uint64_t cout) {
-  const TfuArray array = tfu_array_for(cfg, in_t);
-  if (!array.supported()) return tfu_gemm_cycles(cfg, in_t, oh * ow, kh * kw * cin, cout);  // throws, naming the dtype
-  return tfu_conv_cycles(array, cfg.tfu_dataflow, cfg.tfu_fold_overlap, cfg.tfu_conv_depth_per_tap, oh, ow, kh, kw,
-                         cin, cout);
+  return tfu_conv_cycles(usable_array(cfg, in_t), cfg.tfu_dataflow, cfg.tfu_fold_overlap, cfg.tfu_conv_depth_per_tap,
+                         oh, ow, kh, kw, cin, cout);
 }
 
 }  // namespace mlusim::sim::compute
