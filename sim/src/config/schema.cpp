@@ -94,6 +94,10 @@ const std::vector<Field>& schema() {
       {"l2.cache", ValueType::kBool, "", &HC::l2_cache, any_value(), "false"},
       {"l2.line_bytes", ValueType::kBytes, "bytes", &HC::l2_line_bytes, power_of_two(16, kMiB), "64"},
       {"l2.ways", ValueType::kCount, "ways", &HC::l2_ways, between(1, 64), "16"},
+      // Off by default: before the key line i sat in set i mod sets. On: set digit_sum_rotation(i,
+      // sets) (config.h), as caches hash address bits into the set index so that power-of-two
+      // strides do not crowd a few sets.
+      {"l2.set_hash", ValueType::kBool, "", &HC::l2_set_hash, any_value(), "false"},
       // 0 = a hit costs only the DMA engine's own latency; presets that enable the cache set it.
       {"l2.hit_latency_ns", ValueType::kReal, "ns", &HC::l2_hit_latency_ns, between(0, kMaxNs, kLatencyWhy), "0"},
 

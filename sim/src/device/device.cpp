@@ -21,7 +21,7 @@ DeviceImpl::DeviceImpl(const HardwareConfig& cfg, int idx, TraceWriter& tw, Pico
       epoch_ps(epoch),
       log_sink([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }),
       gdram(cfg.dram_bytes, idx),
-      l2(cfg.l2_cache ? cfg.l2_bytes : 0, cfg.l2_line_bytes, cfg.l2_ways),
+      l2(cfg.l2_cache ? cfg.l2_bytes : 0, cfg.l2_line_bytes, cfg.l2_ways, cfg.l2_set_hash),
       fabric("mlu" + std::to_string(idx)),
       scheduler(*this) {
   for (std::uint32_t c = 0; c < cfg.dram_channels; ++c)

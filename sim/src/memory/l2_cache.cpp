@@ -3,24 +3,33 @@
 #include <algorithm>
 #include <cassert>
 
+#include "mlusim/sim/config.h"
+
 namespace mlusim::sim {
 
-L2Cache::L2Cache(std::uint64_t size_bytes, std::uint32_t line_bytes, std::uint32_t ways)
-    : line_bytes_(line_bytes), ways_(ways), sets_(size_bytes == 0 ? 0 : size_bytes / (std::uint64_t{line_bytes} * ways)) {
+L2Cache::L2Cache(std::uint64_t size_bytes, std::uint32_t line_bytes, std::uint32_t ways, bool set_hash)
+    : line_bytes_(line_bytes),
+      ways_(ways),
+      sets_(size_bytes == 0 ? 0 : size_bytes / (std::uint64_t{line_bytes} * ways)),
+      set_hash_(set_hash) {
   assert(size_bytes == 0 || sets_ * line_bytes_ * ways_ == size_bytes);
   tags_.assign(sets_ * ways_, 0);
   last_use_.assign(sets_ * ways_, 0);
 }
 
+std::uint64_t L2Cache::set_base(std::uint64_t line) const {
+  return (set_hash_ ? digit_sum_rotation(line, sets_) : line % sets_) * ways_;
+}
+
 std::int64_t L2Cache::find(std::uint64_t line) const {
-  const std::uint64_t base = (line % sets_) * ways_;
+  const std::uint64_t base = set_base(line);
   for (std::uint32_t w = 0; w < ways_; ++w)
     if (tags_[base + w] == line + 1) return static_cast<std::int64_t>(base + w);
   return -1;
 }
 
 bool L2Cache::touch(std::uint64_t line) {
-  const std::uint64_t base = (line % sets_) * ways_;
+  const std::uint64_t base = set_base(line);
   std::uint32_t victim = 0;
   for (std::uint32_t w = 0; w < ways_; ++w) {
     if (tags_[base + w] == line + 1) {

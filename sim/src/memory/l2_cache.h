@@ -2,7 +2,10 @@
 // backing bytes are always current, so the cache only decides which bytes a DMA takes from DRAM).
 //
 // Scope. A set-associative cache of `l2.size_bytes` in lines of `l2.line_bytes`, `l2.ways` ways,
-// least-recently-used replacement; line i of the address space maps to set (i mod sets).
+// least-recently-used replacement; line i of the address space maps to set (i mod sets), or with
+// `l2.set_hash` to set digit_sum_rotation(i, sets) (config.h): real caches hash address bits into
+// the set index, else a copy whose runs are a power-of-two stride apart (the filter rows of a
+// weight block, 1 KiB apart) uses a fraction of the sets and evicts what it just brought in.
 // What a kernel's DMA does with it (core/dma_path.cpp):
 //   * a GDRAM read looks every line it covers up: hit bytes come from the L2 (the NoC/L2 stage
 //     only); a missing line is fetched whole from the DRAM channels (a read that covers part of
@@ -30,8 +33,9 @@ namespace mlusim::sim {
 
 class L2Cache {
  public:
-  // size_bytes == 0: no cache (every read misses, nothing is stored).
-  L2Cache(std::uint64_t size_bytes, std::uint32_t line_bytes, std::uint32_t ways);
+  // size_bytes == 0: no cache (every read misses, nothing is stored). set_hash: the hashed set
+  // index (see above).
+  L2Cache(std::uint64_t size_bytes, std::uint32_t line_bytes, std::uint32_t ways, bool set_hash);
 
   bool enabled() const { return sets_ > 0; }
 
@@ -51,6 +55,8 @@ class L2Cache {
   void clear();
 
  private:
+  // The first slot (index into tags_) of line's set.
+  std::uint64_t set_base(std::uint64_t line) const;
   // The slot (index into tags_) holding line `line`, or -1 when it is not resident.
   std::int64_t find(std::uint64_t line) const;
   // Makes `line` resident and most recently used; returns true when it already was.
@@ -59,6 +65,7 @@ class L2Cache {
   std::uint64_t line_bytes_;
   std::uint32_t ways_;
   std::uint64_t sets_;
+  bool set_hash_;
   std::uint64_t clock_ = 0;                // LRU stamp source
   std::vector<std::uint64_t> tags_;        // [set x ways]: line number + 1 (0 = empty)
   std::vector<std::uint64_t> last_use_;    // [set x ways]: clock_ at the last touch

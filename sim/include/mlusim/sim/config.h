@@ -72,6 +72,7 @@ struct HardwareConfig {
   bool l2_cache;                    // `l2.cache`: model hits and misses (false: every access goes to DRAM)
   std::uint32_t l2_line_bytes;      // `l2.line_bytes`: allocation unit
   std::uint32_t l2_ways;            // `l2.ways`: associativity
+  bool l2_set_hash;                 // `l2.set_hash`: line i's set rotated by a digit sum (l2_cache.h)
   double l2_hit_latency_ns;         // `l2.hit_latency_ns`: first-byte latency of a DMA that hits entirely
 
   // --- DMA engines ---
@@ -164,22 +165,27 @@ HardwareConfig parse_config(const std::string& yaml_text, const std::string& ori
 // Name of the default preset ("mlu370-x4").
 const char* default_config_name();
 
+// x's position in rounds of n: (x % n + digitsum(x / n)) % n, digitsum(q) = the sum of q's digits
+// in base n. Each round of n consecutive x still covers every position once (a rotation), but
+// strides that are a multiple of n (or of a power of n) no longer all land on one position: the
+// simple stand-in, valid for any n, for the XOR hashes memory controllers and caches apply to
+// address bits so that power-of-two strides spread (DRAM channels, L2 sets).
+inline std::uint64_t digit_sum_rotation(std::uint64_t x, std::uint64_t n) {
+  if (n <= 1) return 0;
+  std::uint64_t rot = 0;
+  for (std::uint64_t q = x / n; q > 0; q /= n) rot += q % n;
+  return (x % n + rot) % n;
+}
+
 // The DRAM channel that holds byte `offset` of device memory. Addresses are cut into granules of
 // dram.interleave_bytes; granule x sits in round q = x / channels at position x % channels.
 //   plain interleave (dram.channel_hash false): channel = x % channels
-//   hashed (true):                             channel = (x % channels + digitsum(q)) % channels,
-//     digitsum(q) = the sum of q's digits in base `channels`.
-// Hashed, every round still covers each channel once (a rotation), but strides that are a
-// multiple of a round (a matrix whose rows are 4 KiB apart on 16 x 256 B channels) no longer start
-// every row on the same channel: memory controllers hash address bits into the channel for this
-// reason (partition camping); the digit sum is a simple stand-in for their XOR hashes that works
-// for any channel count.
+//   hashed (true):                             channel = digit_sum_rotation(x, channels)
+// Hashed, strides that are a multiple of a round (a matrix whose rows are 4 KiB apart on 16 x
+// 256 B channels) no longer start every row on the same channel (partition camping).
 inline std::uint32_t dram_channel_of(const HardwareConfig& c, std::uint64_t offset) {
   const std::uint64_t n = c.dram_channels, x = offset / c.dram_interleave_bytes;
-  if (!c.dram_channel_hash || n == 1) return static_cast<std::uint32_t>(x % n);
-  std::uint64_t rot = 0;
-  for (std::uint64_t q = x / n; q > 0; q /= n) rot += q % n;
-  return static_cast<std::uint32_t>((x % n + rot) % n);
+  return static_cast<std::uint32_t>(c.dram_channel_hash ? digit_sum_rotation(x, n) : x % n);
 }
 
 }  // namespace mlusim::sim
