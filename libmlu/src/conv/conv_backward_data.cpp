@@ -4,7 +4,8 @@
 // (zero-interleaved first when the convolution is strided). The weights are transposed on the
 // device to [Cg][tap][OCg] so the engine's rows are depth-contiguous.
 // Channels-innermost operands run the direct NHWC kernel instead (direct_conv.h): the forward
-// convolution of dy with the weights transposed to [C][tap][OC], taps mirrored; strided ones as
+// convolution of dy with the weights' C and OC swapped, taps mirrored, which the kernel stages
+// depth-major straight from w (no transposed copy); strided ones as
 // one such convolution per output phase with its sub-kernel (backward_data_phases()); a phase no
 // tap reaches (kernel < stride) is filled with the bias, or zeros.
 #include <algorithm>
@@ -39,13 +40,12 @@ struct Setup {
   conv::ConvShape s;
   conv::View4 dxv, wv, dyv;
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
-  bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, transposed weights
+  bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, depth-major weights
   bool concurrent = false;  // its phases with taps in one launch (plan_concurrent_phases)
   struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel's copy
     conv::DataPhase ph;
     conv::DirectConv dc;
     conv::DirectPlan plan;
-    std::size_t wt_at = 0;
     bool whole_rows = false;  // no taps in any phase of rows ry: one fill of their every column
   };
   std::vector<Phase> phases;
@@ -136,7 +136,11 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
       d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
       d.pad_h = ph.pad_h, d.pad_w = ph.pad_w;
       d.xs_n = st->dyv.strides[0], d.xs_h = st->dyv.strides[2], d.xs_w = st->dyv.strides[3];
-      d.ws_o = i64(ph.taps_h * ph.taps_w * s.oc), d.ws_t = i64(s.oc);  // the workspace copy: [C][tap][OC]
+      // The kernel's output channels are w's C (stride 1: direct_backward_data_applies), its input
+      // channels w's OC; the phase's taps k0 + stride x m mirrored, from the last one backwards.
+      d.w_k_major = true;
+      d.ws_o = st->wv.strides[1], d.ws_c = st->wv.strides[0];
+      d.ws_kh = -s.p.stride_h * st->wv.strides[2], d.ws_kw = -s.p.stride_w * st->wv.strides[3];
       d.out.dtype = s.dtype;
       d.out.batch = BatchIndexer{{i64(s.n)}, {st->dxv.strides[0]}};
       d.out.row_stride = ph.out_w > 1 ? s.p.stride_w * st->dxv.strides[3] : s.p.stride_h * st->dxv.strides[2];
@@ -149,8 +153,6 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
     }
     if (fits) {
       st->direct = true;
-      for (Setup::Phase& r : st->phases)
-        if (r.ph.taps_h * r.ph.taps_w > 0) r.wt_at = st->ws.add(s.oc * s.c * r.ph.taps_h * r.ph.taps_w * es);
       plan_concurrent_phases(*h, st);
       return Status::kSuccess;
     }
@@ -276,23 +278,11 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
         ++kernels;
         continue;
       }
-      // The phase's taps w[o, c, k0y + s_h my, k0x + s_w mx] -> wt[c, (K'y-1-my, K'x-1-mx), o]: per tap
-      // an [OC, C] -> [C, OC] transpose.
-      const std::size_t taps = ph.taps_h * ph.taps_w;
-      const std::int64_t first = i64(ph.k0y) * st.wv.strides[2] + i64(ph.k0x) * st.wv.strides[3];
-      const gemm::MatrixView src{
-          addr(w_ptr) + static_cast<std::uint64_t>(first * i64(es)),
-          BatchIndexer{{i64(ph.taps_h), i64(ph.taps_w)},
-                       {s.p.stride_h * st.wv.strides[2], s.p.stride_w * st.wv.strides[3]}},
-          st.wv.strides[0], st.wv.strides[1]};
-      const gemm::MatrixView dst{ws + r.wt_at + (taps - 1) * s.oc * es,
-                                 BatchIndexer{{i64(ph.taps_h), i64(ph.taps_w)}, {-i64(ph.taps_w * s.oc), -i64(s.oc)}},
-                                 1, i64(taps * s.oc)};
-      MLU_RETURN_IF_ERROR(gemm::launch_strided_copy(*h, "conv2d_backward_data_transpose_w", s.dtype, taps, s.oc,
-                                                    s.c, src, dst, &k));
-      kernels += k;
+      // The phase's last tap (k0 + stride x (taps - 1) along each axis): its sub-kernel's first, mirrored.
+      const std::int64_t last = i64(ph.k0y + s.p.stride_h * (ph.taps_h - 1)) * st.wv.strides[2] +
+                                i64(ph.k0x + s.p.stride_w * (ph.taps_w - 1)) * st.wv.strides[3];
       conv::DirectConv dc = r.dc;
-      dc.x_base = addr(dy_ptr), dc.w_base = ws + r.wt_at;
+      dc.x_base = addr(dy_ptr), dc.w_base = addr(w_ptr) + static_cast<std::uint64_t>(last * i64(es));
       if (bias) dc.out.bias_base = bias_base, dc.out.bias_stride = bias->stride(0);
       dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
       if (st.concurrent) {

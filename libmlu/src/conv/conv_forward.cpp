@@ -70,8 +70,7 @@ conv::DirectConv direct_conv(const conv::ConvShape& s, const conv::View4& x, con
   d.dil_h = static_cast<std::size_t>(s.p.dilation_h), d.dil_w = static_cast<std::size_t>(s.p.dilation_w);
   d.pad_h = s.p.pad_h, d.pad_w = s.p.pad_w;
   d.xs_n = x.strides[0], d.xs_h = x.strides[2], d.xs_w = x.strides[3];
-  d.ws_o = w.strides[0];
-  d.ws_t = s.kw > 1 ? w.strides[3] : w.strides[2];
+  d.ws_o = w.strides[0], d.ws_kh = w.strides[2], d.ws_kw = w.strides[3];  // ws_c = 1: direct_forward_applies
   gemm::OutputSpec& o = d.out;
   o.dtype = s.dtype;
   o.batch = BatchIndexer{{static_cast<std::int64_t>(s.n)}, {y.strides[0]}};

@@ -143,7 +143,7 @@ std::size_t stage_group(const DirectConv& c, const sim::HardwareConfig& cfg, std
     ChannelLoad load(cfg);
     for (std::size_t o = 0; o < std::min<std::size_t>(nco, 64); ++o)
       for (std::size_t t = 0; t < taps; ++t)
-        load.add(static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_t) * es, d * cc * es);
+        load.add(static_cast<std::uint64_t>(i64(o) * c.ws_o + i64(t) * c.ws_tap()) * es, d * cc * es);
     if (load.skew() <= 1.25) return d;
   }
   return qc;
@@ -192,37 +192,54 @@ class DirectRun {
   std::size_t groups(const Job& j) const { return piecewise(j) ? pieces(j) : p_.qc / gq_; }
 
   // Memory core: staging group `gi` (gq Cin chunks) of the job's weights into SRAM as a dense
-  // [nco, KH, KW, gq x cc] block.
+  // [nco, KH, KW, gq x cc] block (depth-major weights: gq == 1, [KH, KW, cc, nco]).
   void stage(const Job& j, std::size_t gi) const {
     if (piecewise(j)) {  // piece gi: its channels' weights, [piece_n, KH, KW, C] (contiguous when dense)
       const std::size_t run = g_.taps * c_.c * g_.es, n = piece_n(j, gi);
       const Addr dst = wsram_.offset(i64(gi * p_.ps * run));
+      if (c_.w_k_major) return stage_k_major(dst, j.co0 + gi * p_.ps, n, 0, c_.c);
       const Addr src{Space::kGdram,
                      c_.w_base + static_cast<std::uint64_t>(i64(j.co0 + gi * p_.ps) * c_.ws_o * i64(g_.es))};
       CopyShape sh;
-      if (c_.ws_t == i64(c_.c) && c_.ws_o == i64(g_.taps * c_.c))
+      if (c_.ws_tap() == i64(c_.c) && c_.ws_o == i64(g_.taps * c_.c))
         sh = CopyShape{n * run};
-      else if (c_.ws_t == i64(c_.c))
+      else if (c_.ws_tap() == i64(c_.c))
         sh = CopyShape{run, n, i64(run), c_.ws_o * i64(g_.es)};
       else
-        sh = CopyShape{c_.c * g_.es, g_.taps, i64(c_.c * g_.es), c_.ws_t * i64(g_.es),
+        sh = CopyShape{c_.c * g_.es, g_.taps, i64(c_.c * g_.es), c_.ws_tap() * i64(g_.es),
                        n,           i64(run), c_.ws_o * i64(g_.es)};
       memcpy_strided_async(dst, src, sh, Dir::kGdram2Sram);
       return;
     }
     const std::size_t wg = gq_ * p_.cc;
     const Addr dst = wsram_.offset(i64(gi * gq_ * chunk_bytes(j)));
+    if (c_.w_k_major) return stage_k_major(dst, j.co0, j.nco, gi * wg, wg);
     const Addr src{Space::kGdram,
                    c_.w_base + static_cast<std::uint64_t>((i64(j.co0) * c_.ws_o + i64(gi * wg)) * i64(g_.es))};
     const std::size_t run = wg * g_.es;
     CopyShape s;
-    if (c_.ws_t == i64(wg) && c_.ws_o == i64(g_.taps * wg))
+    if (c_.ws_tap() == i64(wg) && c_.ws_o == i64(g_.taps * wg))
       s = CopyShape{j.nco * g_.taps * run};
-    else if (c_.ws_t == i64(wg))
+    else if (c_.ws_tap() == i64(wg))
       s = CopyShape{g_.taps * run, j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
     else
-      s = CopyShape{run, g_.taps, i64(run), c_.ws_t * i64(g_.es), j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
+      s = CopyShape{run, g_.taps, i64(run), c_.ws_tap() * i64(g_.es), j.nco, i64(g_.taps * run), c_.ws_o * i64(g_.es)};
     memcpy_strided_async(dst, src, s, Dir::kGdram2Sram);
+  }
+
+  // Depth-major staging of output channels [n0, n0 + nn) x input channels [k0, k0 + kk) as
+  // [KH, KW, kk, nn] at dst: per kernel row, runs of nn channels (ws_o == 1), kk of them a
+  // channel apart, KW such blocks a tap apart.
+  void stage_k_major(Addr dst, std::size_t n0, std::size_t nn, std::size_t k0, std::size_t kk) const {
+    const std::int64_t es = i64(g_.es), run = i64(nn) * es;
+    for (std::size_t ky = 0; ky < c_.kh; ++ky) {
+      const std::int64_t el = i64(n0) * c_.ws_o + i64(k0) * c_.ws_c + i64(ky) * c_.ws_kh;
+      const Addr src{Space::kGdram, c_.w_base + static_cast<std::uint64_t>(el * es)};
+      memcpy_strided_async(dst.offset(i64(ky * c_.kw * kk) * run), src,
+                           CopyShape{static_cast<std::size_t>(run), kk, run, c_.ws_c * es, c_.kw, i64(kk) * run,
+                                     c_.ws_kw * es},
+                           Dir::kGdram2Sram);
+    }
   }
 
   // Per job: group gi staged, then the barrier the cores pass before they first copy from it
@@ -402,6 +419,7 @@ class DirectRun {
         prm.in_h = g_.tile_in_rows(c_, t.rows, t.ni), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = n_out;
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
+        prm.weights_k_major = c_.w_k_major;
         conv2d(c_.dtype, acc_t, acc, xslot(s), wslot(st.chunk, s), prm, !pw && st.chunk > 0);
         sync_io();
         if (!pw && st.chunk + 1 < p_.qc) continue;
@@ -531,6 +549,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
   DirectPlan best;
   if (!d.on_tfu() || c.n * c.oh * c.ow * c.oc * c.c == 0) return best;
+  if (c.w_k_major ? c.ws_o != 1 && c.oc > 1 : c.ws_c != 1 && c.c > 1) return best;  // layouts the staging cannot copy
   const Geometry g(c);
   // The plan's clusters, and every core of the device loading DRAM at once (a budget of clusters
   // shares the device with the convolutions on the others).
@@ -570,7 +589,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         const bool pw = ps < nco;
         const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
         const double unit = pw ? static_cast<double>(ps * g.taps * c.c * g.es) : chunk;  // a unit's weights
-        const std::size_t gq = pw ? 1 : stage_group(c, d.config, nco, cc);
+        const std::size_t gq = pw || c.w_k_major ? 1 : stage_group(c, d.config, nco, cc);
+        // The staging copy's contiguous runs, each moved in whole DMA bursts.
+        const std::size_t stage_run = c.w_k_major ? (pw ? ps : nco) * g.es
+                                      : c.ws_tap() == i64((pw ? c.c : gq * cc)) ? g.taps * (pw ? c.c : gq * cc) * g.es
+                                                                                : (pw ? c.c : gq * cc) * g.es;
+        const double stage_eff =
+            static_cast<double>(ceil_div(stage_run, d.burst_bytes) * d.burst_bytes) / static_cast<double>(stage_run);
         // SRAM -> WRAM copy of a unit's weights, the cluster's cores sharing the SRAM port.
         const double w_copy = d.move_latency_cycles + std::max(unit / d.move_dma_bpc, unit * cores / d.sram_bpc);
         const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
@@ -632,7 +657,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
             // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
             const double group = pw ? unit : chunk * static_cast<double>(gq);
-            const double stage = d.io_latency_cycles + std::max(group / d.memcore_dma_bpc, group * used / dram);
+            const double stage =
+                d.io_latency_cycles + stage_eff * std::max(group / d.memcore_dma_bpc, group * used / dram);
             const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
             const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
             const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);

@@ -17,7 +17,8 @@
 // job's pixel tiles. Per job the memory core stages the chunk's weights into SRAM once, so the
 // cluster reads them from DRAM once: in groups of Cin chunks ([nco, KH, KW, group channels],
 // 3-level copies; a group is the fewest chunks whose runs spread over the DRAM channels) or piece
-// by piece (whole weight rows). Each core copies the unit (Cin chunk or piece) it needs into WRAM,
+// by piece (whole weight rows); depth-major weights (w_k_major) unit by unit as [KH, KW, unit
+// channels, unit outputs], one 3-level copy per kernel row. Each core copies the unit (Cin chunk or piece) it needs into WRAM,
 // where it stays for the job when all units fit (else two slots reloaded every step). Per step
 // (tile, unit) a core prefetches the next step's input tile [in_h, Wp, cc] from DRAM into the other
 // NRAM slot (one segment of cc channels per pixel, or one per row when cc == C; pieces share their
@@ -69,7 +70,7 @@ struct DirectPlan {
 };
 
 // The convolution the kernel computes: input NHWC (channel stride 1), weights [OC, KH, KW, C]
-// (channel stride 1, taps evenly spaced), output through the GEMM epilogue's OutputSpec as, per
+// (channel stride 1, taps evenly spaced) or any tap layout with output-channel stride 1 (w_k_major), output through the GEMM epilogue's OutputSpec as, per
 // image (batch index), a [OH * OW, OC] matrix.
 struct DirectConv {
   sim::DType dtype = sim::DType::kFloat32;
@@ -78,8 +79,15 @@ struct DirectConv {
   std::int64_t pad_h = 0, pad_w = 0;
   std::uint64_t x_base = 0;
   std::int64_t xs_n = 0, xs_h = 0, xs_w = 0;  // elements
+  // Weight (o, c, ky, kx) at w_base + o ws_o + c ws_c + ky ws_kh + kx ws_kw elements (a negative
+  // stride walks a kernel backwards: mirrored taps). Staged into WRAM as the intrinsic's
+  // [OC, KH, KW, C] (ws_c == 1, taps evenly spaced: ws_kh == KW x ws_kw), or with w_k_major as
+  // its depth-major [KH, KW, C, OC] (ConvParams::weights_k_major; ws_o == 1, any tap strides):
+  // a backward-data pass reads the forward weights as they are, no transposed copy.
   std::uint64_t w_base = 0;
-  std::int64_t ws_o = 0, ws_t = 0;  // elements between output channels, between taps
+  std::int64_t ws_o = 0, ws_c = 1, ws_kh = 0, ws_kw = 0;
+  bool w_k_major = false;
+  std::int64_t ws_tap() const { return kw > 1 ? ws_kw : ws_kh; }  // between consecutive taps (not k-major)
   gemm::OutputSpec out;
   // Elements between two output rows of an image; 0: OW x out.row_stride (the rows of the [OH x OW,
   // OC] matrix follow each other). A phase of a strided backward-data writes every stride-th row.
@@ -91,8 +99,8 @@ bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x,
                             const OutputStage& stage);
 
 // Whether the direct kernel takes this backward-data convolution: dx = the stride-1 convolution
-// of dy (padded by dilation x (kernel - 1) - pad) with the weights transposed to [C, KH, KW, OC]
-// and their taps mirrored (written to the workspace by one transposing copy, gemm/strided_copy.h).
+// of dy (padded by dilation x (kernel - 1) - pad) with the weights' roles of C and OC swapped and
+// their taps mirrored, which the kernel stages depth-major straight from w (DirectConv::w_k_major).
 // At stride s > 1 (dilation 1) dx splits into s_h x s_w phases (rows ry + s_h a, columns
 // rx + s_w b); phase (ry, rx) is the stride-1 convolution of dy with the sub-kernel of the taps
 // ky = ry + pad_h (mod s_h), kx likewise (backward_data_phases()), written with row pitch s_h

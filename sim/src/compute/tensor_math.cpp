@@ -164,7 +164,7 @@ std::size_t conv_out_size(std::size_t in, std::size_t kernel, std::size_t stride
 void conv2d(DType in_t, DType out_t, void* out, const void* in, const void* weights,
             std::size_t ih, std::size_t iw, std::size_t c, std::size_t oc, std::size_t kh,
             std::size_t kw, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h,
-            std::size_t dilation_w, bool accumulate) {
+            std::size_t dilation_w, bool weights_k_major, bool accumulate) {
   if (!tensor_dtypes_supported(in_t, out_t))
     throw std::invalid_argument("TFU conv2d does not support " + dtype_pair(in_t, out_t));
   const std::size_t oh = conv_out_size(ih, kh, stride_h, dilation_h);
@@ -175,7 +175,7 @@ void conv2d(DType in_t, DType out_t, void* out, const void* in, const void* weig
 
   // A 1x1 kernel at stride 1 reads the input as it is: [IH*IW, C] is already the im2col matrix.
   if (kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1)
-    return matmul(in_t, out_t, out, in, weights, m, k, oc, /*b_transposed=*/true, accumulate);
+    return matmul(in_t, out_t, out, in, weights, m, k, oc, /*b_transposed=*/!weights_k_major, accumulate);
 
   // im2col: row (oh, ow), columns (kh, kw, c); each (kh, kw) tap is C contiguous elements.
   const std::size_t es = dtype_size(in_t);
@@ -196,7 +196,7 @@ void conv2d(DType in_t, DType out_t, void* out, const void* in, const void* weig
       }
     }
   }
-  matmul(in_t, out_t, out, col.data(), weights, m, k, oc, /*b_transposed=*/true, accumulate);
+  matmul(in_t, out_t, out, col.data(), weights, m, k, oc, /*b_transposed=*/!weights_k_major, accumulate);
 }
 
 }  // namespace mlusim::sim::compute

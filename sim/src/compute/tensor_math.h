@@ -38,11 +38,13 @@ std::size_t conv_out_size(std::size_t in, std::size_t kernel, std::size_t stride
 // padding, OH/OW from conv_out_size:
 //   out[oh,ow,o] = sum_{kh,kw,c} in[oh*stride_h + kh*dilation_h, ow*stride_w + kw*dilation_w, c]
 //                                * weights[o,kh,kw,c]
-// Computed as im2col (a [OH*OW, KH*KW*C] matrix) times weights^T through matmul(), so the dtype
-// rules and numerics are matmul's.
+// With weights_k_major the weights are [KH,KW,C,OC] instead (weights[kh,kw,c,o]: the depth-major
+// [K, N] matrix, matmul's B not transposed).
+// Computed as im2col (a [OH*OW, KH*KW*C] matrix) times the [K, OC] weight matrix through matmul(),
+// so the dtype rules and numerics are matmul's.
 void conv2d(DType in_t, DType out_t, void* out, const void* in, const void* weights,
             std::size_t ih, std::size_t iw, std::size_t c, std::size_t oc, std::size_t kh,
             std::size_t kw, std::size_t stride_h, std::size_t stride_w, std::size_t dilation_h,
-            std::size_t dilation_w, bool accumulate);
+            std::size_t dilation_w, bool weights_k_major, bool accumulate);
 
 }  // namespace mlusim::sim::compute

@@ -631,7 +631,7 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
   if (must_compute(device_.functional, out_t))
     compute::conv2d(in_t, out_t, resolve(out, oh * ow * p.out_c * oe, "out"), resolve(in, p.in_h * p.in_w * p.in_c * ie, "in"),
                 resolve(w, p.out_c * p.k_h * p.k_w * p.in_c * ie, "w"), p.in_h, p.in_w, p.in_c, p.out_c, p.k_h, p.k_w,
-                p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, accumulate);
+                p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.weights_k_major, accumulate);
   if (assignment_.launch) {
     const std::uint64_t macs = oh * ow * p.out_c * p.k_h * p.k_w * p.in_c;
     assignment_.launch->record.macs += macs;

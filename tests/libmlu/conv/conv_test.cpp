@@ -278,7 +278,7 @@ conv::DirectConv direct_of(const Case& k, DType dt) {
   d.stride_h = k.p.stride_h, d.stride_w = k.p.stride_w, d.dil_h = k.p.dilation_h, d.dil_w = k.p.dilation_w;
   d.pad_h = k.p.pad_h, d.pad_w = k.p.pad_w;
   d.xs_n = k.h * k.w * k.c, d.xs_h = k.w * k.c, d.xs_w = k.c;
-  d.ws_o = k.kh * k.kw * k.c, d.ws_t = k.c;
+  d.ws_o = k.kh * k.kw * k.c, d.ws_kh = k.kw * k.c, d.ws_kw = k.c;
   return d;
 }
 
@@ -332,33 +332,59 @@ TEST_F(ConvTest, DirectForwardStackedImages) {
 
 // A chunk of output channels run as pieces (one intrinsic, WRAM slot and accumulator block per
 // piece of ps channels), with the plan forced so that the pieces are there whatever the planner
-// prefers: the result must not change.
+// prefers: the result must not change. The same with depth-major weights (w_k_major, as a
+// backward-data pass reads them): a copy laid out [C][tap][OC] with its taps mirrored, read
+// through negative tap strides from its last tap, with the forced pieces and with the
+// planner's own plan.
 TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
   const Case k{2, 8, 7, 6, 11, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::DirectConv d0 = direct_of(k, DType::kFloat32);
-  conv::DirectPlan plan = conv::plan_direct(h(), d0);
-  ASSERT_GT(plan.rh, 0u);
-  plan.nco = 11, plan.ps = 4, plan.cc = 8, plan.qc = 1, plan.gq = 1, plan.q = 1;  // pieces of 4, 4, 3
-  plan.jobs = plan.gp, plan.clusters = std::min<std::size_t>(plan.jobs, h().clusters());
+  conv::DirectPlan pieces = conv::plan_direct(h(), d0);
+  ASSERT_GT(pieces.rh, 0u);
+  pieces.nco = 11, pieces.ps = 4, pieces.cc = 8, pieces.qc = 1, pieces.gq = 1, pieces.q = 1;  // pieces of 4, 4, 3
+  pieces.jobs = pieces.gp, pieces.clusters = std::min<std::size_t>(pieces.jobs, h().clusters());
   auto x = make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 21);
   auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 22);
-  auto y = make<float>(k.n, k.oc, d0.oh, d0.ow, Format::kChannelsLast, 23);
-  conv::DirectConv d = d0;
-  d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
-  d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
-  void* py = to_device(y.data);
-  d.out.dtype = DType::kFloat32;
-  d.out.base = reinterpret_cast<std::uintptr_t>(py);
-  d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
-  d.out.row_stride = y.s[3];
-  std::uint32_t kernels = 0;
-  ASSERT_EQ(conv::launch_direct(h(), "direct_pieces", d, plan, &kernels), Status::kSuccess) << last_error_detail();
-  y.data = from_device<float>(py, y.data.size());
+  const std::int64_t taps = k.kh * k.kw;
+  std::vector<float> wk(w.data.size());  // (o, c, ky, kx) at c taps OC + (taps - 1 - (ky KW + kx)) OC + o
+  for (std::int64_t o = 0; o < k.oc; ++o)
+    for (std::int64_t c = 0; c < k.c; ++c)
+      for (std::int64_t i = 0; i < k.kh; ++i)
+        for (std::int64_t j = 0; j < k.kw; ++j)
+          wk[static_cast<std::size_t>(c * taps * k.oc + (taps - 1 - (i * k.kw + j)) * k.oc + o)] =
+              static_cast<float>(w.get(o, c, i, j));
   std::vector<double> want(static_cast<std::size_t>(k.n * k.oc * d0.oh * d0.ow), 0.0);
+  auto y = make<float>(k.n, k.oc, d0.oh, d0.ow, Format::kChannelsLast, 23);
   for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
     want[flat(y.d, n, o, oy, ox)] += w.get(o, ci, i, j) * x.get(n, ci, iy, ix);
   });
-  expect_close(y, want, 1e-4, "y");
+  auto run = [&](conv::DirectConv d, const conv::DirectPlan& plan, const std::string& what) {
+    SCOPED_TRACE(what + ": " + plan.str());
+    d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
+    void* py = to_device(y.data);
+    d.out.dtype = DType::kFloat32;
+    d.out.base = reinterpret_cast<std::uintptr_t>(py);
+    d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
+    d.out.row_stride = y.s[3];
+    std::uint32_t kernels = 0;
+    ASSERT_EQ(conv::launch_direct(h(), "direct_" + what, d, plan, &kernels), Status::kSuccess) << last_error_detail();
+    auto got = y;
+    got.data = from_device<float>(py, y.data.size());
+    expect_close(got, want, 1e-4, "y");
+  };
+  conv::DirectConv d = d0;
+  d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
+  run(d, pieces, "pieces");
+  d.w_k_major = true;
+  d.ws_o = 1, d.ws_c = taps * k.oc, d.ws_kh = -k.kw * k.oc, d.ws_kw = -k.oc;
+  d.w_base = reinterpret_cast<std::uintptr_t>(to_device(wk)) + static_cast<std::uint64_t>((taps - 1) * k.oc * 4);
+  run(d, pieces, "k_major_pieces");
+  const conv::DirectPlan own = conv::plan_direct(h(), d);
+  ASSERT_GT(own.rh, 0u);
+  run(d, own, "k_major");
+  conv::DirectConv bad = d;
+  bad.ws_o = 2;  // depth-major staging copies runs of output channels: stride 1 only
+  EXPECT_EQ(conv::plan_direct(h(), bad).rh, 0u);
 }
 
 // Two independent direct convolutions in one launch, each planned on one of tiny's two clusters
@@ -472,9 +498,10 @@ TEST_F(ConvTest, DirectBackwardData) {
 
 // Strided, channels-innermost: one direct convolution per output phase with its sub-kernel
 // (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16). Phases no tap
-// reaches are filled with zeros or the bias over dx's previous contents: a 1x1 / 2 is its weights'
-// transpose, one direct kernel, one fill of the odd columns of even rows and one of whole odd
-// rows; a 3x3 / 4 has tapless rows and tapless columns in rows with taps.
+// reaches are filled with zeros or the bias over dx's previous contents: a 1x1 / 2 is one direct
+// kernel, one fill of the odd columns of even rows and one of whole odd rows; a 3x3 / 4 has
+// tapless rows and tapless columns in rows with taps. Each phase's kernel reads its mirrored
+// sub-kernel straight from w (no transposed copy).
 TEST_F(ConvTest, DirectBackwardDataStrided) {
   const Format cl = Format::kChannelsLast;
   const Case s2{2, 6, 9, 8, 5, 3, 3, params(1, 1, 2, 2, 1, 1, 1)};
@@ -488,18 +515,18 @@ TEST_F(ConvTest, DirectBackwardDataStrided) {
             9u);
   EXPECT_EQ(phases[3].out_h, 4u);  // rows 1, 3, 5, 7 of 9
   backward_data<float>(s2, cl, cl, cl, 1e-4);
-  EXPECT_EQ(h().ops().back().kernels, 8u);  // per phase: its weights' transpose and the direct kernel
+  EXPECT_EQ(h().ops().back().kernels, 4u);  // one direct kernel per phase
   backward_data<float>({1, 4, 21, 19, 6, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, Format::kNhwc, Format::kNhwc,
                        Format::kNhwc, 1e-4);
   backward_data<float>({2, 5, 10, 7, 4, 3, 2, params(2, 0, 2, 1, 1, 1, 1)}, cl, cl, cl, 1e-4);
   backward_data<half>(s2, cl, cl, cl, 3e-3);
   backward_data<float>(kCases[5], cl, cl, cl, 1e-4);
-  EXPECT_EQ(h().ops().back().kernels, 4u);
+  EXPECT_EQ(h().ops().back().kernels, 3u);
   backward_data<float>(kCases[5], cl, cl, cl, 1e-4, /*bias=*/true);
   const Case s4{2, 5, 13, 14, 6, 3, 3, params(0, 0, 4, 4, 1, 1, 1)};  // rows and columns 3, 7, 11: no taps
   backward_data<float>(s4, cl, cl, cl, 1e-4);
-  // 9 phases with taps (transpose + direct each), 3 tapless in rows with taps, rows 3 mod 4 whole.
-  EXPECT_EQ(h().ops().back().kernels, 9u * 2 + 3 + 1);
+  // 9 phases with taps (a direct kernel each), 3 tapless in rows with taps, rows 3 mod 4 whole.
+  EXPECT_EQ(h().ops().back().kernels, 9u + 3 + 1);
   backward_data<half>(s4, Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3, /*bias=*/true);
 }
 

@@ -200,7 +200,7 @@ TEST(Matmul, UnsupportedDtypesNameBoth) {
       EXPECT_NE(msg.find("'" + std::string(dtype_name(out)) + "'"), std::string::npos) << msg;
     }
   }
-  EXPECT_THROW(conv2d(DType::kInt32, DType::kInt32, buf, buf, buf, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, false),
+  EXPECT_THROW(conv2d(DType::kInt32, DType::kInt32, buf, buf, buf, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, false, false),
                std::invalid_argument);
 }
 
@@ -267,12 +267,31 @@ TEST(Conv2d, Fp32MatchesNaiveLoops) {
     EXPECT_EQ(conv_out_size(p.iw, p.kw, p.sw, p.dw), ow);
     std::vector<float> out(oh * ow * p.oc, 123.0f);
     conv2d(DType::kFloat32, DType::kFloat32, out.data(), in.data(), w.data(), p.ih, p.iw, p.c, p.oc,
-           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, false);
+           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/false, false);
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
     // Accumulate adds onto the previous output.
     conv2d(DType::kFloat32, DType::kFloat32, out.data(), in.data(), w.data(), p.ih, p.iw, p.c, p.oc,
-           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, true);
+           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/false, true);
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], 2 * ref[i], 4e-5 * mag[i] + 1e-6) << i;
+  }
+}
+
+TEST(Conv2d, KMajorWeightsGiveTheSameConvolution) {
+  for (const ConvCase& p : kConvs) {
+    SCOPED_TRACE(describe(p));
+    const auto in = to_half(random_floats(p.ih * p.iw * p.c, -1, 1, 140));
+    const auto w = to_half(random_floats(p.oc * p.kh * p.kw * p.c, -1, 1, 141));
+    std::vector<half> wk(w.size());  // [OC,KH,KW,C] -> [KH,KW,C,OC]
+    const std::size_t depth = p.kh * p.kw * p.c;
+    for (std::size_t o = 0; o < p.oc; ++o)
+      for (std::size_t d = 0; d < depth; ++d) wk[d * p.oc + o] = w[o * depth + d];
+    std::vector<double> ref, mag;
+    std::size_t oh, ow;
+    ref_conv(p, in, w, ref, mag, oh, ow);
+    std::vector<float> out(oh * ow * p.oc, 7.0f);
+    conv2d(DType::kFloat16, DType::kFloat32, out.data(), in.data(), wk.data(), p.ih, p.iw, p.c, p.oc,
+           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/true, false);
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
   }
 }
 
@@ -286,11 +305,11 @@ TEST(Conv2d, Fp16ToFp16AndFp32) {
     ref_conv(p, in, w, ref, mag, oh, ow);
     std::vector<float> o32(oh * ow * p.oc);
     conv2d(DType::kFloat16, DType::kFloat32, o32.data(), in.data(), w.data(), p.ih, p.iw, p.c, p.oc,
-           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, false);
+           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/false, false);
     for (std::size_t i = 0; i < o32.size(); ++i) ASSERT_NEAR(o32[i], ref[i], 1e-5 * mag[i] + 1e-6) << i;
     std::vector<half> o16(oh * ow * p.oc);
     conv2d(DType::kFloat16, DType::kFloat16, o16.data(), in.data(), w.data(), p.ih, p.iw, p.c, p.oc,
-           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, false);
+           p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/false, false);
     for (std::size_t i = 0; i < o16.size(); ++i)
       ASSERT_LE(std::fabs(static_cast<float>(o16[i]) - ref[i]), half_ulp(ref[i]) + 1e-5 * mag[i] + 1e-6) << i;
   }
@@ -308,7 +327,7 @@ TEST(Conv2d, Int8IsExact) {
     std::vector<std::int32_t> out = random_ints<std::int32_t>(oh * ow * p.oc, -1000, 1000, 132);
     const std::vector<std::int32_t> out0 = out;
     conv2d(DType::kInt8, DType::kInt32, out.data(), in.data(), w.data(), p.ih, p.iw, p.c, p.oc, p.kh,
-           p.kw, p.sh, p.sw, p.dh, p.dw, true);
+           p.kw, p.sh, p.sw, p.dh, p.dw, /*weights_k_major=*/false, true);
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], wrap<std::int32_t>(out0[i] + ref[i])) << i;
   }
 }
@@ -319,7 +338,7 @@ TEST(Conv2d, RejectsKernelsThatDoNotFit) {
   EXPECT_THROW(conv_out_size(4, 3, 0, 1), std::invalid_argument);
   EXPECT_THROW(conv_out_size(4, 0, 1, 1), std::invalid_argument);
   EXPECT_EQ(conv_out_size(5, 3, 2, 2), 1u);
-  EXPECT_THROW(conv2d(DType::kFloat32, DType::kFloat32, buf, buf, buf, 2, 8, 1, 1, 3, 1, 1, 1, 1, 1, false),
+  EXPECT_THROW(conv2d(DType::kFloat32, DType::kFloat32, buf, buf, buf, 2, 8, 1, 1, 3, 1, 1, 1, 1, 1, false, false),
                std::invalid_argument);
 }
 

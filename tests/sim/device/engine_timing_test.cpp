@@ -14,12 +14,13 @@ using namespace mlusim::dev;
 class EngineTiming : public SimTest {
  protected:
   // One fp32 conv2d intrinsic: a 6x6 input of `cin` channels, 3x3 kernel, 8 output channels.
-  KernelRecord conv_6x6(std::uint32_t cin) {
-    return run("conv", [cin] {
+  KernelRecord conv_6x6(std::uint32_t cin, bool weights_k_major = false) {
+    return run("conv", [cin, weights_k_major] {
       auto in = nram_alloc<float>(6 * 6 * cin), out = nram_alloc<float>(4 * 4 * 8);
       auto w = wram_alloc<float>(8 * 3 * 3 * cin);
       ConvParams p;
       p.in_h = p.in_w = 6, p.in_c = cin, p.out_c = 8, p.k_h = p.k_w = 3;
+      p.weights_k_major = weights_k_major;
       conv2d(DType::kFloat32, DType::kFloat32, out, in, w, p, false);
     });
   }
@@ -99,6 +100,10 @@ TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
   const KernelRecord conv = conv_6x6(4);
   ASSERT_FALSE(conv.faulted) << conv.fault;
   EXPECT_EQ(conv.cycles, 167u);
+  // Depth-major weights ([KH,KW,C,OC]) change only the WRAM read order.
+  const KernelRecord k_major = conv_6x6(4, /*weights_k_major=*/true);
+  ASSERT_FALSE(k_major.faulted) << k_major.fault;
+  EXPECT_EQ(k_major.cycles, 167u);
 }
 
 // tfu.conv_depth_per_tap: the conv intrinsic's depth folds tap by tap on a weight-stationary array.

@@ -120,10 +120,16 @@ struct ConvParams {
   std::size_t in_h = 0, in_w = 0, in_c = 0;  // input tile, HWC, already padded by the kernel
   std::size_t out_c = 0, k_h = 1, k_w = 1;
   std::size_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  // Weights [KH,KW,C,OC] (depth-major, as matmul's B not transposed) instead of [OC,KH,KW,C]: a
+  // kernel that holds a convolution's weights with the roles of C and OC swapped (a backward-data
+  // pass over the forward weights) loads them as they are. Same cycles: an output-stationary
+  // array streams B either way, only the WRAM read order differs (as matmul's b_transposed).
+  bool weights_k_major = false;
   std::size_t out_h() const { return (in_h - dilation_h * (k_h - 1) - 1) / stride_h + 1; }
   std::size_t out_w() const { return (in_w - dilation_w * (k_w - 1) - 1) / stride_w + 1; }
 };
-// out [OH,OW,OC] in NRAM, in [IH,IW,C] in NRAM, weights [OC,KH,KW,C] in WRAM.
+// out [OH,OW,OC] in NRAM, in [IH,IW,C] in NRAM, weights [OC,KH,KW,C] (or, weights_k_major,
+// [KH,KW,C,OC]) in WRAM.
 void conv2d(DType in_type, DType out_type, Addr out, Addr in, Addr weights, const ConvParams& p,
             bool accumulate);
 
