@@ -42,7 +42,7 @@ struct Setup {
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
   bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, depth-major weights
   bool concurrent = false;  // its phases with taps in one launch (plan_concurrent_phases)
-  struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel's copy
+  struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel
     conv::DataPhase ph;
     conv::DirectConv dc;
     conv::DirectPlan plan;

@@ -192,7 +192,9 @@ TEST_F(ExtTest, MemcpyNoTimeMovesBytesWithoutTime) {
 TEST_F(ExtTest, FlushL2MakesTheNextReadsCold) {
   SaxpyRun saxpy(dmalloc(SaxpyRun::n * sizeof(float)), dmalloc(SaxpyRun::n * sizeof(float)));
   for (int i = 0; i < 3; ++i) {
-    if (i == 2) ASSERT_EQ(mlusimFlushL2(0), cnrtSuccess);
+    if (i == 2) {
+      ASSERT_EQ(mlusimFlushL2(0), cnrtSuccess);
+    }
     ASSERT_EQ(saxpy.launch(), cnrtSuccess);
     ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess);
   }

@@ -181,7 +181,9 @@ void ConvBnActTest::run(const ConvCase& k) {
   const OpRecord& rec = h().ops().back();
   EXPECT_EQ(rec.name, "fused_conv_bn_act");
   // All-NHWC operands: the direct kernel folds the batch norm in its epilogue (no repacking kernels).
-  if (nhwc) EXPECT_EQ(fused.kernels, 1u) << fused.names;
+  if (nhwc) {
+    EXPECT_EQ(fused.kernels, 1u) << fused.names;
+  }
   EXPECT_EQ(rec.kernels, fused.kernels) << fused.names;
   EXPECT_EQ(rec.macs, static_cast<std::uint64_t>(k.n * k.oc * oh * ow * cg * k.kh * k.kw));
   const std::uint64_t es = sim::dtype_size(k.dtype), bs = sim::dtype_size(k.bn_dtype);

@@ -96,7 +96,9 @@ class BatchNormTest : public MluTest {
     if (training) {
       std::size_t ws = 0;
       ASSERT_EQ(get_batch_norm_forward_training_workspace_size(handle_, xd, &ws), Status::kSuccess);
-      if (split) EXPECT_EQ(ws > 0, *split) << "forward workspace " << ws << " of " << xd.str();
+      if (split) {
+        EXPECT_EQ(ws > 0, *split) << "forward workspace " << ws << " of " << xd.str();
+      }
       ASSERT_EQ(batch_norm_forward_training(handle_, momentum, eps, xd, xp, &cd, wp, &cd, bp, &cd, rmp, &cd, rvp, xd,
                                             yp, &cd, smp, &cd, sip, ws ? dalloc(ws) : nullptr, ws),
                 Status::kSuccess)
@@ -124,7 +126,9 @@ class BatchNormTest : public MluTest {
     void* dbp = dalloc(C * 4);
     std::size_t ws = 0;
     ASSERT_EQ(get_batch_norm_backward_workspace_size(handle_, xd, &ws), Status::kSuccess);
-    if (split) EXPECT_EQ(ws > 0, *split) << "backward workspace " << ws << " of " << xd.str();
+    if (split) {
+      EXPECT_EQ(ws > 0, *split) << "backward workspace " << ws << " of " << xd.str();
+    }
     ASSERT_EQ(batch_norm_backward(handle_, training, eps, xd, gp, xd, xp, &cd, wp, cd, mp, cd, ip, &xd, dxp, &cd, dwp,
                                   &cd, dbp, ws ? dalloc(ws) : nullptr, ws),
               Status::kSuccess)

@@ -257,7 +257,9 @@ TEST(TfuTiming, SeveralArraysRandomShapesKeepTheRooflineAndOneArrayIsScaleSim) {
       // folds, at least an even share of every fold's streamed rows.
       const std::uint64_t per_fold = (one.cycles + 1) / one.folds;
       ASSERT_LE(off.cycles, ceil_div(one.folds, a) * per_fold - 1);
-      if (one.folds % a == 0) ASSERT_EQ(off.cycles, one.folds / a * per_fold - 1);
+      if (one.folds % a == 0) {
+        ASSERT_EQ(off.cycles, one.folds / a * per_fold - 1);
+      }
       ASSERT_EQ(off.folds, one.folds);
       const std::uint64_t roofline = ceil_div(m * k * n, std::uint64_t{r} * c * a);
       ASSERT_GE(off.cycles, roofline);

@@ -545,7 +545,7 @@ std::tuple<Tensor&, Tensor&, Tensor&> svd_out(const Tensor& A, bool full_matrice
   check_float32(A, name, "A");
   const bool tall = A.size(-2) > A.size(-1);
   const Tensor wide = (tall ? A.mT() : A).contiguous();
-  const int64_t k = wide.size(-2), l = wide.size(-1);
+  const int64_t k = wide.size(-2);
   Tensor s = empty_on(op.device(), with_tail(batch_of(wide), {k}), at::kFloat);
   if (!compute_uv) {
     op.check(mlu::singular_values(op.handle(), desc(wide, name), wide.data_ptr(), desc(s, name), s.data_ptr()),

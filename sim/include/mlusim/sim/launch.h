@@ -36,7 +36,7 @@ struct KernelLaunch {
   FunctionType type = FunctionType::kBlock;
   // Who launched it, as the caller names it (a framework op such as "aten::addmm"; empty for
   // none). Carried into the kernel record and the trace so reports can group kernels by op.
-  std::string tag;
+  std::string tag = {};
 };
 
 // A launch the device cannot run: bad dim, unknown type, union larger than the device.
