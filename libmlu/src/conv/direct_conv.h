@@ -39,8 +39,12 @@
 // DeviceModel::conv_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
 // core loads, slowed by how unevenly the runs fall on the DRAM channels) and its WRAM copy when
 // not resident; plus the first unit's staging and copy (every cluster staging at once) and the
-// last tile's store. DRAM bytes = weights x (jobs per chunk) + input (with the halo rows) x
-// (chunks) + output, over the DRAM bandwidth; estimate = the larger of the two.
+// last tile's store. GDRAM reads = weights x (jobs per chunk) + input (with the halo rows) x
+// (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
+// on a chip with an L2 model (l2.cache) and all jobs in one round the input counts once: the
+// chunks' jobs over the same pixels run at the same time on different clusters and the L2 serves
+// the input tiles after the first read. Estimate = the largest of the compute, the DRAM bytes
+// over the DRAM bandwidth and the GDRAM reads over the NoC bandwidth.
 #pragma once
 
 #include <cstddef>

@@ -34,6 +34,7 @@ DeviceModel device_model(const Handle& h, sim::DType in) {
   d.weight_stationary = cfg.tfu_dataflow == sim::Dataflow::kWeightStationary;
   const double bytes_per_gbps = 1e3 / cfg.core_clock_mhz;  // GB/s -> bytes per cycle
   d.dram_bpc = cfg.dram_bandwidth_gbps * bytes_per_gbps;
+  d.noc_bpc = cfg.noc_bandwidth_gbps * bytes_per_gbps;
   d.io_dma_bpc = cfg.io_dma_bandwidth_gbps * bytes_per_gbps;
   d.move_dma_bpc = cfg.move_dma_bandwidth_gbps * bytes_per_gbps;
   d.memcore_dma_bpc = cfg.memcore_dma_bandwidth_gbps * bytes_per_gbps;

@@ -19,7 +19,7 @@ struct DeviceModel {
   std::uint32_t tfu_rows = 0, tfu_cols = 0;
   bool weight_stationary = false;  // dataflow: rows take K (WS) instead of M (OS)
   // Bytes per core-clock cycle.
-  double dram_bpc = 0, io_dma_bpc = 0, move_dma_bpc = 0, memcore_dma_bpc = 0, sram_bpc = 0;
+  double dram_bpc = 0, noc_bpc = 0, io_dma_bpc = 0, move_dma_bpc = 0, memcore_dma_bpc = 0, sram_bpc = 0;
   std::uint32_t io_latency_cycles = 0, move_latency_cycles = 0;
   std::uint32_t burst_bytes = 64;
   // Capacities (bytes) and topology, from the handle.
