@@ -397,12 +397,19 @@ class DirectRun {
         in_wram[0] = true;
         sync_io();
       }
+      // Pieces: tile T's input goes to slot T % 2 as soon as the tile before it in that slot
+      // (T - 2) has run its last step, so its load overlaps all of tile T - 1's intrinsics.
+      std::vector<std::size_t> last_step(pw ? mine.size : 0);
+      for (std::size_t s = 0; s < last_step.size() * nu; ++s) last_step[steps[s].tile] = s;
+      std::size_t next_x = 1;  // the next tile whose input is not loaded (pieces)
       for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& st = steps[s];
         const Tile t = tile(t0 + st.tile);
+        for (; pw && next_x < mine.size && (next_x < 2 || last_step[next_x - 2] < s); ++next_x)
+          load_x(tile(t0 + next_x), 0, x_[next_x % 2]);
         if (s + 1 < steps.size()) {
           const Step& nx = steps[s + 1];
-          if (!pw || nx.chunk == 0) load_x(tile(t0 + nx.tile), pw ? 0 : nx.chunk, xslot(s + 1));
+          if (!pw) load_x(tile(t0 + nx.tile), nx.chunk, xslot(s + 1));
           if (!buf_.resident || !in_wram[nx.chunk]) {
             for (; staged <= (pw ? nx.chunk : nx.chunk / gq_); ++staged) sync_cluster();  // its group is in SRAM
             if (!buf_.resident || !in_wram[nx.chunk]) load_w(j, nx.chunk, wslot(nx.chunk, s + 1));

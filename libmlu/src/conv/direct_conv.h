@@ -21,8 +21,9 @@
 // channels, unit outputs], one 3-level copy per kernel row. Each core copies the unit (Cin chunk or piece) it needs into WRAM,
 // where it stays for the job when all units fit (else two slots reloaded every step). Per step
 // (tile, unit) a core prefetches the next step's input tile [in_h, Wp, cc] from DRAM into the other
-// NRAM slot (one segment of cc channels per pixel, or one per row when cc == C; pieces share their
-// tile's input) while the TFU runs the current intrinsic; rows outside the image are zero-filled
+// NRAM slot (one segment of cc channels per pixel, or one per row when cc == C) while the TFU runs
+// the current intrinsic; pieces share their tile's input, loaded as soon as the tile two before
+// it has left the slot, so during all of the previous tile's intrinsics; rows outside the image are zero-filled
 // on the VFU, the left/right padding columns are zeroed once per slot. A tile's finished block is
 // stored asynchronously, straight from the intrinsic's output when nothing is added (fp32, or one
 // Cin chunk), else through the GEMM epilogue (gemm/epilogue.h: column bias, activation, rounding).

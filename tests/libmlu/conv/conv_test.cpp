@@ -342,7 +342,10 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
   conv::DirectPlan pieces = conv::plan_direct(h(), d0);
   ASSERT_GT(pieces.rh, 0u);
   pieces.nco = 11, pieces.ps = 4, pieces.cc = 8, pieces.qc = 1, pieces.gq = 1, pieces.q = 1;  // pieces of 4, 4, 3
-  pieces.jobs = pieces.gp, pieces.clusters = std::min<std::size_t>(pieces.jobs, h().clusters());
+  // One-row tiles on one cluster: 14 tiles, 3-4 per core, so a core loads inputs ahead into slots
+  // its tile before last has freed.
+  pieces.rh = 1, pieces.ni = 1, pieces.tb = d0.oh, pieces.gp = 1;
+  pieces.jobs = pieces.gp, pieces.clusters = 1;
   auto x = make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 21);
   auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 22);
   const std::int64_t taps = k.kh * k.kw;
