@@ -620,12 +620,15 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           const CoreBuffers b = core_buffers(c, g, rh, ni, nco, cc, ps, d.wram_bytes);
           if (b.nram() > d.nram_bytes) break;
           const std::size_t tb = ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
-          // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load.
-          auto x_dma = [&](std::size_t rows) {
+          // One input tile's DMA: IO-DMA rate, or the core's share of DRAM when all cores load
+          // (`readers` cores reading each tile at the same time, the L2 serving all but the first),
+          // or its share of the NoC/L2 stage every read crosses.
+          auto x_dma = [&](std::size_t rows, double readers) {
             const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
             const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
             const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
-            return d.io_latency_cycles + std::max(segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram);
+            return d.io_latency_cycles + std::max({segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram / readers,
+                                                   bytes * all_cores / noc});
           };
           // A tile's epilogue: VFU passes over the fp32 tile (bias, affine, activation, rounding), in series
           // with the TFU; its store overlaps the next tile.
@@ -640,24 +643,29 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const double bytes = static_cast<double>(ni * rows * c.ow * nco * g.es);
             return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
           };
-          auto tile_cycles = [&](std::size_t rows) {
+          auto tile_cycles = [&](std::size_t rows, double readers) {
             const std::size_t m = g.tile_out_rows(c, rows, ni) * c.ow;
             if (pw) {  // one input tile, then one intrinsic per piece
               double sum = 0;
               for (std::size_t u = 0; u * ps < nco; ++u) {
                 const double tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, std::min(ps, nco - u * ps)));
-                sum += std::max({tfu, u == 0 ? x_dma(rows) : 0.0, b.resident ? 0.0 : w_copy});
+                sum += std::max({tfu, u == 0 ? x_dma(rows, readers) : 0.0, b.resident ? 0.0 : w_copy});
               }
               return sum;
             }
             const double tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
-            const double step = std::max({tfu, x_dma(rows), b.resident ? 0.0 : w_copy});
+            const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };
           const std::size_t last = c.oh - (tb - 1) * rh;
-          const double full = tile_cycles(rh), part = tile_cycles(last);
+          const double full_alone = tile_cycles(rh, 1), full_shared = tile_cycles(rh, static_cast<double>(q));
+          (void)last;
           for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
             const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
+            // All jobs in one round on an L2 chip: the q chunks' jobs over the same pixels read the
+            // same input tiles at about the same time, and the L2 serves all but the first read.
+            const bool l2_shares_x = d.config.l2_cache && jobs <= clusters;
+            const double full = l2_shares_x ? full_shared : full_alone;
             // The busiest core: its share of a job's tiles, counting a short last band if it gets one.
             const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
             const double busy = static_cast<double>(per_core) * full;
@@ -666,7 +674,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const double group = pw ? unit : chunk * static_cast<double>(gq);
             const double stage =
                 d.io_latency_cycles + stage_eff * std::max(group / d.memcore_dma_bpc, group * used / dram);
-            const double job_cycles = std::max(stage + w_copy, x_dma(rh)) + busy + store(rh);
+            const double job_cycles = std::max(stage + w_copy, x_dma(rh, l2_shares_x ? static_cast<double>(q) : 1.0)) + busy + store(rh);
             const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
             const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
             // The weights stay counted per job: counting them once too (the gp jobs of a chunk
@@ -676,9 +684,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const double x_reads = x_bytes * std::max(1.0, halo);
             const double reads = static_cast<double>(gp) * w_bytes + static_cast<double>(q) * x_reads;
             const double dram_bytes =
-                (d.config.l2_cache && jobs <= clusters ? reads - static_cast<double>(q - 1) * x_reads : reads) + y_bytes;
+                (l2_shares_x ? reads - static_cast<double>(q - 1) * x_reads : reads) + y_bytes;
             const double est = std::max({compute, dram_bytes / dram, (reads + y_bytes) / noc});
-            (void)part;
             if (best.rh == 0 || est < best.est_cycles * 0.999 ||
                 (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
               best.rh = rh, best.ni = ni, best.nco = nco, best.ps = ps, best.cc = cc, best.gp = gp;

@@ -38,7 +38,9 @@
 // Cost model of the plan (the planner's estimate; the simulation gives the real time): per core,
 // its tiles' steps, each the longest of the intrinsic's TFU cycles (tfu_timing.h via
 // DeviceModel::conv_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
-// core loads, slowed by how unevenly the runs fall on the DRAM channels) and its WRAM copy when
+// core loads, slowed by how unevenly the runs fall on the DRAM channels and divided among the
+// chunks reading the same tile when the L2 serves them (below), or its share of the NoC/L2 stage)
+// and its WRAM copy when
 // not resident; plus the first unit's staging and copy (every cluster staging at once) and the
 // last tile's store. GDRAM reads = weights x (jobs per chunk) + input (with the halo rows) x
 // (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
