@@ -657,16 +657,14 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };
-          const std::size_t last = c.oh - (tb - 1) * rh;
           const double full_alone = tile_cycles(rh, 1), full_shared = tile_cycles(rh, static_cast<double>(q));
-          (void)last;
           for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
             const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
             // All jobs in one round on an L2 chip: the q chunks' jobs over the same pixels read the
             // same input tiles at about the same time, and the L2 serves all but the first read.
             const bool l2_shares_x = d.config.l2_cache && jobs <= clusters;
             const double full = l2_shares_x ? full_shared : full_alone;
-            // The busiest core: its share of a job's tiles, counting a short last band if it gets one.
+            // The busiest core: its share of a job's tiles, each counted as a full band.
             const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
             const double busy = static_cast<double>(per_core) * full;
             // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
@@ -674,7 +672,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const double group = pw ? unit : chunk * static_cast<double>(gq);
             const double stage =
                 d.io_latency_cycles + stage_eff * std::max(group / d.memcore_dma_bpc, group * used / dram);
-            const double job_cycles = std::max(stage + w_copy, x_dma(rh, l2_shares_x ? static_cast<double>(q) : 1.0)) + busy + store(rh);
+            const double readers = l2_shares_x ? static_cast<double>(q) : 1.0;
+            const double job_cycles = std::max(stage + w_copy, x_dma(rh, readers)) + busy + store(rh);
             const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
             const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
             // The weights stay counted per job: counting them once too (the gp jobs of a chunk
