@@ -597,10 +597,12 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
         const double unit = pw ? static_cast<double>(ps * g.taps * c.c * g.es) : chunk;  // a unit's weights
         const std::size_t gq = pw || c.w_k_major ? 1 : stage_group(c, d.config, nco, cc);
-        // The staging copy's contiguous runs, each moved in whole DMA bursts.
-        const std::size_t stage_run = c.w_k_major ? (pw ? ps : nco) * g.es
-                                      : c.ws_tap() == i64((pw ? c.c : gq * cc)) ? g.taps * (pw ? c.c : gq * cc) * g.es
-                                                                                : (pw ? c.c : gq * cc) * g.es;
+        // The staging copy's contiguous runs, each moved in whole DMA bursts: a unit's output
+        // channels (depth-major), or its wg input channels of a tap (all taps when they follow
+        // each other).
+        const std::size_t wg = pw ? c.c : gq * cc;
+        const std::size_t stage_run =
+            c.w_k_major ? (pw ? ps : nco) * g.es : (c.ws_tap() == i64(wg) ? g.taps : 1) * wg * g.es;
         const double stage_eff =
             static_cast<double>(ceil_div(stage_run, d.burst_bytes) * d.burst_bytes) / static_cast<double>(stage_run);
         // SRAM -> WRAM copy of a unit's weights, the cluster's cores sharing the SRAM port.
