@@ -609,6 +609,9 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         const double w_copy = d.move_latency_cycles + std::max(unit / d.move_dma_bpc, unit * cores / d.sram_bpc);
         const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
         const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
+        // Reading x moves whole DMA bursts: a run of cc < C channels a pixel costs its bytes
+        // rounded up to bursts at the DRAM and the NoC too (one run a row when cc == C).
+        const double x_burst = seg_eff / static_cast<double>(seg);
         const bool direct = direct_out(c, qc);
         // Input tiles read runs of cc channels a pixel apart (one run per row when cc == C).
         const double x_skew =
@@ -628,7 +631,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           auto x_dma = [&](std::size_t rows, double readers) {
             const double in_rows = static_cast<double>(g.tile_in_rows(c, rows, ni));
             const double segs = in_rows * (seg == g.count * cc * g.es ? 1 : g.count);
-            const double bytes = in_rows * static_cast<double>(g.count * cc * g.es);
+            const double bytes = in_rows * static_cast<double>(g.count * cc * g.es) * x_burst;
             return d.io_latency_cycles + std::max({segs * seg_eff / io_rate, bytes * all_cores * x_skew / dram / readers,
                                                    bytes * all_cores / noc});
           };
@@ -682,7 +685,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             // stage the same groups at about the same time) made the planner prefer more pixel
             // ranges per chunk, plans that the simulation ran slower (ResNet-50 b8 forward and
             // backward-data, 46 convolutions: 2332 us against 2317 counting the input only).
-            const double x_reads = x_bytes * std::max(1.0, halo);
+            const double x_reads = x_bytes * std::max(1.0, halo) * x_burst;
             const double reads = static_cast<double>(gp) * w_bytes + static_cast<double>(q) * x_reads;
             const double dram_bytes =
                 (l2_shares_x ? reads - static_cast<double>(q - 1) * x_reads : reads) + y_bytes;

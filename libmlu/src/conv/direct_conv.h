@@ -42,8 +42,8 @@
 // chunks reading the same tile when the L2 serves them (below), or its share of the NoC/L2 stage)
 // and its WRAM copy when
 // not resident; plus the first unit's staging and copy (every cluster staging at once) and the
-// last tile's store. GDRAM reads = weights x (jobs per chunk) + input (with the halo rows) x
-// (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
+// last tile's store. GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
+// of cc < C channels a pixel in whole DMA bursts, here and in the tile's DMA) x (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
 // on a chip with an L2 model (l2.cache) and all jobs in one round the input counts once: the
 // chunks' jobs over the same pixels run at the same time on different clusters and the L2 serves
 // the input tiles after the first read. Estimate = the largest of the compute, the DRAM bytes
