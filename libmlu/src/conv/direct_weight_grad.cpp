@@ -47,8 +47,8 @@ struct CoreBuffers {
   std::size_t nram() const { return acc + dyt + 2 * xslot + ident; }
   std::size_t wram() const { return dyw + 2 * xt; }
 };
-CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t ocb, std::size_t cb, std::size_t rh,
-                         std::size_t ni) {
+CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t ocb, std::size_t cb, std::size_t tg,
+                         std::size_t rh, std::size_t ni) {
   CoreBuffers b;
   const std::size_t p = ni * rh * c.ow;
   b.acc = up128(g.taps * ocb * cb * 4);
@@ -56,15 +56,16 @@ CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t
   b.xslot = up128(std::max(ni * g.block_rows(c, rh, ni) * g.wp * cb * g.es, cb * 4));  // also reduction scratch
   b.ident = up128(ocb * ocb * g.es);
   b.dyw = up128(p * ocb * g.es);
-  b.xt = up128(p * cb * g.es);
+  b.xt = up128(p * tg * cb * g.es);
   return b;
 }
 
-// Whether a job of `on` output x `cn` input channels stores each tap's sums as soon as they are
-// final (WeightGradRun::accumulate): no reduction over cores (s == 1), and one tap's sums, cast to
-// the dtype (es bytes), fit an input slot of `xslot` bytes, the cast's scratch.
-bool stores_taps_early(std::size_t s, std::size_t on, std::size_t cn, std::size_t es, std::size_t xslot) {
-  return s == 1 && on * cn * es <= xslot;
+// Whether a job of `on` output channels stores each tap group's sums ([on, width]: width = taps in
+// the group x input channels) as soon as they are final (WeightGradRun::accumulate): no reduction
+// over cores (s == 1), and one group's sums, cast to the dtype (es bytes), fit an input slot of
+// `xslot` bytes, the cast's scratch.
+bool stores_groups_early(std::size_t s, std::size_t on, std::size_t width, std::size_t es, std::size_t xslot) {
+  return s == 1 && on * width * es <= xslot;
 }
 
 // Bytes of one SRAM slot of a shared input tile: [ni][block rows][W][cb].
@@ -80,7 +81,7 @@ class WeightGradRun {
   WeightGradRun(const WeightGradConv& c, const WeightGradPlan& p) : c_(c), p_(p), g_(c) {}
 
   void run() {
-    const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.rh, p_.ni);
+    const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.tg, p_.rh, p_.ni);
     // SRAM first, in the same order on every participant: the cores' partial sums (s > 1).
     if (p_.s > 1) parts_ = alloc(Space::kSram, core_dim() * b.acc);
     if (p_.shared)
@@ -228,34 +229,48 @@ class WeightGradRun {
     }
   }
 
-  // dY of tile t, channels [o0, o0 + on), into WRAM as [P][on] (P = the tile's pixels in order).
-  void load_dy(const Job& j, const Tile& t) const {
+  // Piece `piece` of `pieces` of tile t's dY (its pixels in order), channels [o0, o0 + on), into
+  // WRAM as [P][on] (P = the tile's pixels in order).
+  void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces) const {
     const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
-    const std::int64_t src_el = i64(t.n) * c_.ys_n + i64(t.oy0 * c_.ow) * c_.ys_w + i64(j.o0);
-    const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
-    CopyShape s;
-    if (c_.ys_w == i64(j.on))
-      s = CopyShape{px * run, t.ni, i64(px * run), c_.ys_n * i64(g_.es)};
-    else
-      s = CopyShape{run, px, i64(run), c_.ys_w * i64(g_.es), t.ni, i64(px * run), c_.ys_n * i64(g_.es)};
-    memcpy_strided_async(dyw_, src, s, Dir::kGdram2Wram);
+    const Span mine = split_units(t.ni * px, pieces, 1, piece);
+    for (std::size_t i = 0; i < t.ni; ++i) {
+      // This image's pixels [a, e) within the piece.
+      const std::size_t a = std::max(mine.begin, i * px), e = std::min(mine.begin + mine.size, (i + 1) * px);
+      if (a >= e) continue;
+      const std::int64_t src_el = i64(t.n + i) * c_.ys_n + i64(t.oy0 * c_.ow + a - i * px) * c_.ys_w + i64(j.o0);
+      const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
+      const CopyShape s = c_.ys_w == i64(j.on) ? CopyShape{(e - a) * run, 1, 0, 0}
+                                               : CopyShape{run, e - a, i64(run), c_.ys_w * i64(g_.es)};
+      memcpy_strided_async(dyw_.offset(i64(a * run)), src, s, Dir::kGdram2Wram);
+    }
   }
 
-  // Tap (ky, kx)'s window of tile t, X_t[P][cn], from the NRAM input tile into a WRAM slot.
-  void copy_tap(const Job& j, const Tile& t, Addr slot, std::size_t tap, Addr dst) const {
+  std::size_t groups() const { return ceil_div(g_.taps, p_.tg); }
+  std::size_t group_taps(std::size_t grp) const { return std::min(p_.tg, g_.taps - grp * p_.tg); }
+
+  // Tap group `grp`'s windows of tile t side by side, [P][group taps][cn] (the matmul's B, N =
+  // group taps x cn), from the NRAM input tile into a WRAM slot.
+  void copy_group(const Job& j, const Tile& t, Addr slot, std::size_t grp, Addr dst) const {
+    const std::size_t gs = group_taps(grp);
+    for (std::size_t k = 0; k < gs; ++k) copy_tap(j, t, slot, grp * p_.tg + k, gs, dst.offset(i64(k * j.cn * g_.es)));
+  }
+
+  // Tap (ky, kx)'s window of tile t, X_t[P][cn], into WRAM at `dst`, pixels `gs` x cn elements apart.
+  void copy_tap(const Job& j, const Tile& t, Addr slot, std::size_t tap, std::size_t gs, Addr dst) const {
     const std::size_t ky = tap / c_.kw, kx = tap % c_.kw, bh = g_.in_h(c_, t.rows);
-    const std::size_t pix = j.cn * g_.es, row_bytes = g_.wp * pix, out_row = c_.ow * pix;
+    const std::size_t pix = j.cn * g_.es, row_bytes = g_.wp * pix, out_row = c_.ow * pix * gs;
     const Addr src = slot.offset(i64((ky * c_.dil_h * g_.wp + kx * c_.dil_w) * pix));
-    if (c_.stride_w == 1) {
+    if (c_.stride_w == 1 && gs == 1) {  // a run of OW pixels per output row
       memcpy_strided_async(dst, src,
                            CopyShape{out_row, t.rows, i64(out_row), i64(c_.stride_h * row_bytes), t.ni,
                                      i64(t.rows * out_row), i64(bh * row_bytes)},
                            Dir::kNram2Wram);
       return;
     }
-    for (std::size_t i = 0; i < t.ni; ++i)
+    for (std::size_t i = 0; i < t.ni; ++i)  // a run of cn per pixel
       memcpy_strided_async(dst.offset(i64(i * t.rows * out_row)), src.offset(i64(i * bh * row_bytes)),
-                           CopyShape{pix, c_.ow, i64(pix), i64(c_.stride_w * pix), t.rows, i64(out_row),
+                           CopyShape{pix, c_.ow, i64(gs * pix), i64(c_.stride_w * pix), t.rows, i64(out_row),
                                      i64(c_.stride_h * row_bytes)},
                            Dir::kNram2Wram);
   }
@@ -268,29 +283,30 @@ class WeightGradRun {
     ident_n_ = on;
   }
 
-  // acc[tap][on, cn] = sum over the job's tiles of dYt x X_tap. Steps (tile, tap) in order; the
-  // next step's window copy, and (one piece per tap but the last) the next tile's loads, run
-  // during the current step's matmul; one sync per step. Without a reduction (s == 1) a tap's
-  // sums are final once the last tile's matmul of that tap is done: each is stored to dW (cast
-  // in the input slot the last tile leaves free) while the next tap's matmul runs, so only the
-  // last tap's store follows the compute. Returns whether it stored the sums.
+  // acc[group][on, group taps x cn] = sum over the job's tiles of dYt x [X_tap ...] (the group's
+  // windows side by side). Steps (tile, group) in order; the next step's window copies, and (one
+  // piece per group but the last) the next tile's loads, run during the current step's matmul;
+  // one sync per step. Without a reduction (s == 1) a group's sums are final once the last tile's
+  // matmul of that group is done: each is stored to dW (cast in the input slot the last tile
+  // leaves free) while the next group's matmul runs, so only the last group's store follows the
+  // compute. Returns whether it stored the sums.
   bool accumulate(const Job& j) {
     if (ident_n_ != j.on) build_identity(j.on);
     if (j.tiles.size == 0) {
       vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
       return false;
     }
-    const bool early = stores_taps_early(p_.s, j.on, j.cn, g_.es, xslot_);
-    auto tap_sums = [&](std::size_t tap) { return acc_.offset(i64(tap * j.on * j.cn * 4)); };
-    const std::size_t taps = g_.taps, pieces = std::max<std::size_t>(1, taps - 1);
+    const bool early = stores_groups_early(p_.s, j.on, p_.tg * j.cn, g_.es, xslot_);
+    auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
+    const std::size_t groups = this->groups(), pieces = std::max<std::size_t>(1, groups - 1);
     Tile t = tile(j.tiles.begin);
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
     load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
-    load_dy(j, t);
+    load_dy(j, t, 0, 1);
     if (j.tiles.size > 1) zero_padding(j, 1);  // while tile 0 loads
     sync_io();
-    copy_tap(j, t, xs_[0], 0, xt_[0]);
+    copy_group(j, t, xs_[0], 0, xt_[0]);
     sync_io();
     std::size_t step = 0;
     for (std::size_t i = 0; i < j.tiles.size; ++i) {
@@ -300,24 +316,24 @@ class WeightGradRun {
       const std::size_t px = t.pixels(c_);
       // dYt[on, P] = I x dY^T; dY's WRAM slot is free afterwards.
       matmul(c_.dtype, c_.dtype, dyt_, ident_, dyw_, j.on, j.on, px, true, false);
-      if (more) load_dy(j, nt);
       if (more && p_.shared) sync_cluster();  // tile i + 1 is in SRAM (and tile i copied out by all)
       const Addr* staged = p_.shared ? &xsram_[(i + 1) % 2] : nullptr;
-      for (std::size_t tap = 0; tap < taps; ++tap, ++step) {
-        if (more && tap < pieces) load_x(j, nt, xs_next, tap, pieces, staged);
-        if (tap + 1 < taps) {
-          copy_tap(j, t, xs, tap + 1, xt_[(step + 1) % 2]);
+      for (std::size_t grp = 0; grp < groups; ++grp, ++step) {
+        if (more && grp < pieces) load_x(j, nt, xs_next, grp, pieces, staged), load_dy(j, nt, grp, pieces);
+        if (grp + 1 < groups) {
+          copy_group(j, t, xs, grp + 1, xt_[(step + 1) % 2]);
         } else if (more) {
-          if (taps == 1) sync_io();  // the next tile's input was issued in this very step
-          copy_tap(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
+          if (groups == 1) sync_io();  // the next tile's input was issued in this very step
+          copy_group(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
-        if (early && !more && tap > 0) store_tap_async(j, tap - 1, tap_sums(tap - 1), (i + 1) % 2);
-        matmul(c_.dtype, DType::kFloat32, tap_sums(tap), dyt_, xt_[step % 2], j.on, px, j.cn, false, i > 0);
+        if (early && !more && grp > 0) store_group_async(j, grp - 1, group_sums(grp - 1), (i + 1) % 2);
+        matmul(c_.dtype, DType::kFloat32, group_sums(grp), dyt_, xt_[step % 2], j.on, px, group_taps(grp) * j.cn,
+               false, i > 0);
         sync_io();
       }
       t = nt;
     }
-    if (early) store_rows(j, tap_sums(taps - 1), (taps - 1) * j.on, taps * j.on, true);
+    if (early) store_rows(j, group_sums(groups - 1), (groups - 1) * p_.tg * j.on, g_.taps * j.on, true);
     return early;
   }
 
@@ -335,19 +351,22 @@ class WeightGradRun {
     return xs_[i];
   }
 
-  // Tap `tap`'s [on, cn] sums at `sums` to dW without waiting (cast into input slot `slot` unless
-  // fp32); the caller syncs before it reuses the slot.
-  void store_tap_async(const Job& j, std::size_t tap, Addr sums, std::size_t slot) {
+  // Tap group `grp`'s [on, group taps x cn] sums at `sums` to dW without waiting (cast into input
+  // slot `slot` unless fp32); the caller syncs before it reuses the slot.
+  void store_group_async(const Job& j, std::size_t grp, Addr sums, std::size_t slot) {
+    const std::size_t n = group_taps(grp) * j.on;  // rows of cn
     Addr src = sums;
     if (c_.dtype != DType::kFloat32) {
       src = scratch(slot);
-      vec_cast(c_.dtype, src, DType::kFloat32, sums, j.on * j.cn);
+      vec_cast(c_.dtype, src, DType::kFloat32, sums, n * j.cn);
     }
-    store_rows(j, src, tap * j.on, (tap + 1) * j.on, false);
+    store_rows(j, src, grp * p_.tg * j.on, grp * p_.tg * j.on + n, false);
   }
 
-  // Stores rows [r0, r1) of the job's [taps x on, cn] sums (row tap x on + o is dW[o0 + o, tap,
-  // c0 .. c0 + cn)), found at `src` (row r0 first), in the dtype when `from_acc` is false.
+  // Stores rows [r0, r1) of the job's sums, taps x on rows of cn in the accumulator's order: per
+  // tap group (tg x on rows each, the last group's gs x on), per output channel o, its gs taps,
+  // i.e. row grp x tg x on + o x gs + k is dW[o0 + o, grp x tg + k, c0 .. c0 + cn); found at `src`
+  // (row r0 first), in the dtype when `from_acc` is false.
   void store_rows(const Job& j, Addr src, std::size_t r0, std::size_t r1, bool from_acc) {
     if (from_acc && c_.dtype != DType::kFloat32) {
       const std::size_t chunk = std::max<std::size_t>(1, xslot_ / (j.cn * 4));
@@ -360,13 +379,27 @@ class WeightGradRun {
       return;
     }
     const std::size_t run = j.cn * g_.es;
+    const std::int64_t tap_pitch = c_.ws_t * i64(g_.es);
     for (std::size_t r = r0; r < r1;) {
-      const std::size_t tap = r / j.on, o = r % j.on, n = std::min(r1 - r, j.on - o);
-      const std::int64_t el = i64(j.o0 + o) * c_.ws_o + i64(tap) * c_.ws_t + i64(j.c0);
-      const Addr dst{Space::kGdram, c_.dw_base + static_cast<std::uint64_t>(el * i64(g_.es))};
-      memcpy_strided_async(dst, src.offset(i64((r - r0) * run)), CopyShape{run, n, c_.ws_o * i64(g_.es), i64(run)},
-                           Dir::kNram2Gdram);
-      r += n;
+      const std::size_t grp = r / (p_.tg * j.on), gs = group_taps(grp), in = r - grp * p_.tg * j.on;
+      const std::size_t o = in / gs, k = in % gs;
+      auto at = [&](std::size_t oo, std::size_t kk) {
+        const std::int64_t el = i64(j.o0 + oo) * c_.ws_o + i64(grp * p_.tg + kk) * c_.ws_t + i64(j.c0);
+        return Addr{Space::kGdram, c_.dw_base + static_cast<std::uint64_t>(el * i64(g_.es))};
+      };
+      const Addr from = src.offset(i64((r - r0) * run));
+      if (k > 0 || r1 - r < gs) {  // part of one output channel's taps
+        const std::size_t n = std::min(gs - k, r1 - r);
+        memcpy_strided_async(at(o, k), from, CopyShape{run, n, tap_pitch, i64(run)}, Dir::kNram2Gdram);
+        r += n;
+        continue;
+      }
+      const std::size_t no = std::min((r1 - r) / gs, j.on - o);  // whole output channels
+      const CopyShape shape = tap_pitch == i64(run) ? CopyShape{gs * run, no, c_.ws_o * i64(g_.es), i64(gs * run)}
+                                                    : CopyShape{run, gs, tap_pitch, i64(run), no, c_.ws_o * i64(g_.es),
+                                                                i64(gs * run)};
+      memcpy_strided_async(at(o, 0), from, shape, Dir::kNram2Gdram);
+      r += no * gs;
     }
   }
 
@@ -401,7 +434,8 @@ class WeightGradRun {
 }  // namespace
 
 std::string WeightGradPlan::str() const {
-  return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " s=" + std::to_string(s) + (shared ? " shared" : "") +
+  return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " tg=" + std::to_string(tg) +
+         " s=" + std::to_string(s) + (shared ? " shared" : "") +
          " rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " jobs=" + std::to_string(jobs) +
          " rounds=" + std::to_string(rounds) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
@@ -456,18 +490,30 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
     return v;
   };
   for (std::size_t ocb : chunks(c.oc))
-    for (std::size_t cb : chunks(c.c)) {
+    for (std::size_t cb : chunks(c.c))
+    for (std::size_t tg = 1; tg <= g.taps; ++tg) {
+      // Wider groups fill the array's column folds better, up to a few folds (a bounded search).
+      if (tg > 1 && tg * cb > 6 * d.tfu_cols) break;
       const std::size_t nob = ceil_div(c.oc, ocb), ncb = ceil_div(c.c, cb);
+      const std::size_t groups = ceil_div(g.taps, tg), last = g.taps - (groups - 1) * tg;  // taps of the last group
       const double acc = static_cast<double>(g.taps * ocb * cb * 4);
       for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
         const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
-        const CoreBuffers b = core_buffers(c, g, ocb, cb, rh, ni);
+        const CoreBuffers b = core_buffers(c, g, ocb, cb, tg, rh, ni);
         if (b.nram() > d.nram_bytes || b.wram() > d.wram_bytes) break;
         const std::size_t tb = ni > 1 ? 1 : ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
         const std::size_t p = ni * rh * c.ow;
-        const double mm = static_cast<double>(d.matmul_cycles(ocb, p, cb));
+        // A tile's matmuls: one per tap group, N = the group's taps x cb.
+        const double mm_group = static_cast<double>(d.matmul_cycles(ocb, p, tg * cb));
+        const double mms = static_cast<double>(groups - 1) * mm_group + static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
         const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
-        const double copy = d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
+        // A tap's window copy: runs of OW x cb a row (stride 1, one tap a group), else of cb a
+        // pixel (whole DMA bursts each), one copy per image.
+        const bool per_pixel = tg > 1 || c.stride_w != 1;
+        const double copy =
+            per_pixel ? d.move_latency_cycles * static_cast<double>(ni) +
+                            static_cast<double>(p * ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes) / d.move_dma_bpc
+                      : d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
         const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
         // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
         // its bytes rounded up to bursts (one run a row when cb == C).
@@ -475,9 +521,12 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const double bursts = static_cast<double>(ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes);
         const double x_dram = cb < c.c ? x_tile * bursts / run : x_tile;
         const double dy_tile = static_cast<double>(p * ocb) * es;
-        // A tile's loads from DRAM at the IO-DMA rate or the core's share of DRAM (all cores load).
-        auto io = [&](double bytes) {
-          return d.io_latency_cycles + std::max(bytes / d.io_dma_bpc, bytes * static_cast<double>(all) / d.dram_bpc);
+        // A tile's loads of `bytes` at the IO-DMA rate, or the core's share of DRAM for the
+        // `dram_bytes` of them the L2 does not serve (all cores load), or its share of the NoC/L2
+        // stage every read crosses.
+        auto io = [&](double bytes, double dram_bytes) {
+          return d.io_latency_cycles + std::max({bytes / d.io_dma_bpc, dram_bytes * static_cast<double>(all) / d.dram_bpc,
+                                                 bytes * static_cast<double>(all) / d.noc_bpc});
         };
         // The block's dW (in the dtype), every core storing at the same time: its IO-DMA rate or
         // its share of DRAM.
@@ -495,35 +544,47 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             if (s > 1 && cores * b.acc > d.sram_bytes) continue;
             const std::size_t clusters = std::min<std::size_t>(d.clusters, ceil_div(jobs, cores));
             const std::size_t rounds = ceil_div(jobs, clusters * cores);
-            double load = io(x_dram + dy_tile), moves = static_cast<double>(g.taps) * copy;
+            // Readers of the same tile at about the same time: the blocks of a cluster's input
+            // channels read its x tiles (staged once per cluster when shared), those of its output
+            // channels its dY tiles. With all jobs in one round on an L2 chip (l2.cache), the L2
+            // serves all but the first read (as the forward planner counts its input).
+            const double x_reads = shared ? static_cast<double>(nob / cores) : static_cast<double>(nob);
+            const bool l2_shares = d.config.l2_cache && rounds == 1;
+            const double x_readers = l2_shares ? x_reads : 1.0, dy_readers = l2_shares ? static_cast<double>(ncb) : 1.0;
+            double load = io(x_dram + dy_tile, x_dram / x_readers + dy_tile / dy_readers);
+            double moves = static_cast<double>(g.taps) * copy;
             if (shared) {
               const double sram_copy = d.move_latency_cycles + std::max(x_tile / d.move_dma_bpc,
                                                                         x_tile * static_cast<double>(cores + 1) / d.sram_bpc);
-              const double stage = d.io_latency_cycles + std::max(x_dram / d.memcore_dma_bpc,
-                                                                  x_dram * static_cast<double>(clusters) / d.dram_bpc);
-              load = std::max({io(dy_tile), sram_copy, stage});
+              const double stage =
+                  d.io_latency_cycles + std::max({x_dram / d.memcore_dma_bpc,
+                                                  x_dram / x_readers * static_cast<double>(clusters) / d.dram_bpc,
+                                                  x_dram * static_cast<double>(clusters) / d.noc_bpc});
+              load = std::max({io(dy_tile, dy_tile / dy_readers), sram_copy, stage});
               moves += sram_copy;  // the core's one Move-DMA engine carries the SRAM copy and the windows
             }
-            const double tile = tr + std::max({static_cast<double>(g.taps) * mm, moves, load});
-            const double x_reads = shared ? static_cast<double>(nob / cores) : static_cast<double>(nob);
-            const double dram_bytes = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes + dw_bytes;
+            const double tile = tr + std::max({mms, moves, load});
+            const double reads = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes;
+            const double dram_bytes =
+                (l2_shares ? x_bytes * halo + dy_bytes : reads) + dw_bytes;
             const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +
                                            static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
                                                static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
                                      : 0.0;
-            // Taps stored early (stores_taps_early): a tap's store overlaps the next tap's matmul, so
-            // the last tile's steps take the longer of the two and only the last tap's store
-            // follows the compute.
-            const double tap_store = store / static_cast<double>(g.taps);
+            // Groups stored early (stores_groups_early): a group's store overlaps the next group's
+            // matmul, so the last tile's steps take the longer of the two and only the last
+            // group's store follows the compute.
+            const double group_store = store * static_cast<double>(tg) / static_cast<double>(g.taps);
             const double stores =
-                stores_taps_early(s, ocb, cb, g.es, b.xslot)
-                    ? tap_store + static_cast<double>(g.taps - 1) * std::max(0.0, tap_store - mm)
+                stores_groups_early(s, ocb, tg * cb, g.es, b.xslot)
+                    ? group_store + static_cast<double>(groups - 1) * std::max(0.0, group_store - mm_group)
                     : store / static_cast<double>(s);
             const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + stores;
-            const double est = std::max(static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc);
+            const double est =
+                std::max({static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc, reads / d.noc_bpc});
             if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
                 (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
-              best.ocb = ocb, best.cb = cb, best.s = s, best.rh = rh, best.ni = ni, best.shared = shared != 0;
+              best.ocb = ocb, best.cb = cb, best.tg = tg, best.s = s, best.rh = rh, best.ni = ni, best.shared = shared != 0;
               best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
               best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
             }

@@ -16,36 +16,46 @@
 //     into NRAM, and dY's [P, ocb] (P = the tile's output pixels) into WRAM, by IO-DMA;
 //   - transposes dY on the TFU: dYt[ocb, P] = I[ocb, ocb] x dY^T (matmul with the b_transposed
 //     operand; exact for finite values, the method of gemm/strided_copy.h);
-//   - per tap (ky, kx): copies the tap's window X_t[P, cb] (one on-chip strided copy NRAM -> WRAM:
-//     a run of OW x cb per output row at stride 1, a run of cb per pixel otherwise) and
-//     accumulates acc[tap][ocb, cb] (fp32, NRAM) += dYt[ocb, P] x X_t[P, cb] on the TFU:
-//     M = ocb (array rows), K = P (streamed), N = cb (array columns).
-// The next tap's window copy and the next tile's loads (spread over the tile's taps, one piece per
-// tap) run while the TFU computes; the core syncs once per tap. With `shared` input tiles the
-// memory core stages tile t + 1 in SRAM (double-buffered; one cluster barrier per tile, passed
-// at the first tap of tile t) and the cores copy it into NRAM from there. With s == 1 a tap's sums
-// are final once the last tile's matmul of that tap is done: the core rounds them to the dtype and
-// stores them while the next tap's matmul runs (all cores end a round together, so a store after
-// the compute would find every core writing dW at once). A core with s > 1 writes its partial
-// sums to SRAM after its tiles; after a cluster barrier each of the s cores adds the others'
-// partials for 1/s of the block's rows (VFU) and stores them, rounded to the dtype.
+//   - per group of `tg` taps (the last group: the taps left): copies each tap's window X_t[P, cb]
+//     into WRAM, the group's windows side by side as B[P, g x cb] (one on-chip strided copy NRAM
+//     -> WRAM per tap: a run of OW x cb per output row at stride 1 with one tap a group, else a
+//     run of cb per pixel) and accumulates acc[group][ocb, g x cb] (fp32, NRAM) += dYt[ocb, P] x
+//     B on the TFU: M = ocb (array rows), K = P (streamed), N = g x cb (array columns). A group of
+//     taps fills the array's column folds where one tap's cb would leave most of the last fold idle
+//     (cb = 64 on 46 columns: 70% of two folds; two taps, N = 128: 93% of three).
+// The next group's window copies and the next tile's loads (x and dY, spread over the tile's
+// groups, one piece per group) run while the TFU computes; the core syncs once per group. With
+// `shared` input tiles the memory core stages tile t + 1 in SRAM (double-buffered; one cluster
+// barrier per tile, passed at the first group of tile t) and the cores copy it into NRAM from
+// there. With s == 1 a group's sums are final once the last tile's matmul of that group is done:
+// the core rounds them to the dtype and stores them while the next group's matmul runs (all cores
+// end a round together, so a store after the compute would find every core writing dW at once).
+// A core with s > 1 writes its partial sums to SRAM after its tiles; after a cluster barrier each
+// of the s cores adds the others' partials for 1/s of the block's rows (VFU) and stores them,
+// rounded to the dtype.
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
-//   tile   = transpose(ocb, ocb, P) + max(taps x mm(ocb, P, cb), taps x copy_t (+ the SRAM -> NRAM
-//     copy when shared: the core's one Move-DMA engine carries both), load)
+//   tile   = transpose(ocb, ocb, P) + max(sum over groups of mm(ocb, P, g x cb), taps x copy_t (+
+//     the SRAM -> NRAM copy when shared: the core's one Move-DMA engine carries both), load)
 //     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = move latency + P x cb x es / move
-//     rate, load = the tile's x (its runs of cb channels rounded up to DMA bursts) and dY bytes
-//     at the IO-DMA rate or the core's share of DRAM;
+//     rate (per pixel runs: a latency per image, each run in whole DMA bursts), load = the tile's
+//     x (its runs of cb channels rounded up to DMA bursts) and dY bytes at the IO-DMA rate, or
+//     the core's share of DRAM for the bytes the L2 does not serve, or its share of the NoC/L2
+//     stage; with all jobs in one round on a chip with an L2 model, the blocks reading the same
+//     tile at the same time (x: those of the same input channels; dY: of the same output
+//     channels) read it from DRAM once;
 //   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
 //     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + stores, where store = the
 //     block's dW bytes at the IO-DMA rate or the core's share of DRAM (every core stores at once)
-//     and stores = store / s, or (s == 1, taps stored early) store / taps + (taps - 1) x
-//     max(0, store / taps - mm): a tap's store overlaps the next tap's matmul;
-//   DRAM bytes = (OC / ocb) x X (with halo rows; / cores per cluster when shared) + (C / cb) x dY
-//     + dW; estimate = the larger of rounds x round and DRAM bytes / DRAM rate. Shared: `load`
-//     is the longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the
-//     cluster) and the memory core's staging (its DMA rate or its cluster's share of DRAM).
+//     and stores = store / s, or (s == 1, groups stored early) store_g + (groups - 1) x max(0,
+//     store_g - mm_g), store_g = store x tg / taps: a group's store overlaps the next group's
+//     matmul;
+//   GDRAM reads = (OC / ocb) x X (with halo rows; / cores per cluster when shared) + (C / cb) x dY;
+//   DRAM bytes = those reads, or (L2, one round) X + dY once, + dW; estimate = the largest of
+//     rounds x round, DRAM bytes / DRAM rate and GDRAM reads / NoC rate. Shared: `load` is the
+//     longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the cluster)
+//     and the memory core's staging (its DMA rate, its cluster's share of DRAM or of the NoC).
 #pragma once
 
 #include <cstddef>
@@ -73,7 +83,8 @@ struct WeightGradConv {
 
 struct WeightGradPlan {
   std::size_t ocb = 0;  // output channels per block (matmul M); 0: no plan
-  std::size_t cb = 0;   // input channels per block (matmul N)
+  std::size_t cb = 0;   // input channels per block
+  std::size_t tg = 1;   // taps per matmul: a group of tg taps' windows side by side, N = tg x cb (the last group: the taps left)
   std::size_t s = 1;    // pixel parts per block (cores of one cluster; divides cores per cluster)
   std::size_t rh = 0;   // output rows per tile
   std::size_t ni = 1;   // images per tile (> 1: rh = OH)

@@ -652,17 +652,23 @@ TEST_F(ConvTest, DirectBackwardWeight) {
   conv::WeightGradPlan split = plan;
   split.s = 2, split.shared = false, split.jobs = plan.nob * plan.ncb * 2;
   split.clusters = std::min<std::size_t>(2, (split.jobs + 3) / 4), split.rounds = (split.jobs + 4 * split.clusters - 1) / (4 * split.clusters);
-  forced_weight_grad<float>(big, split, 1e-4, "s = 2");
+  for (const std::size_t tg : {std::size_t{1}, std::size_t{4}}) {  // 4: groups of 4, 4 and 1 taps
+    split.tg = tg;
+    forced_weight_grad<float>(big, split, 1e-4, "s = 2, tg = " + std::to_string(tg));
+  }
 }
 
-// Without a reduction (s == 1) each tap's sums are stored while the next tap's matmul runs (cast
-// in a free input slot for fp16), and an input slot keeps its zeroed padding columns for the
-// next job unless it served as that scratch or the next job's channel count differs. Forced
+// Without a reduction (s == 1) each tap group's sums are stored while the next group's matmul runs
+// (cast in a free input slot for fp16), and an input slot keeps its zeroed padding columns for
+// the next job unless it served as that scratch or the next job's channel count differs. Forced
 // plans on one cluster, so each core runs two jobs (6 jobs on 4 cores): blocks of 7 input
 // channels (core 0: two of them, the same layout; core 1: 7 then the last block's 36 - 5 x 7 = 1
 // channel), jobs of one tile (the store's scratch is the unused second slot) and of several
 // tiles (the last tile's free slot). 12 output channels x 7 cast into a slot reach past its
 // first row (7 pixels wide) into the left padding column of the second, which no load writes.
+// Taps one per matmul, or grouped side by side (tg = 2: four pairs and a single tap, a store of
+// two taps' runs per output channel; tg = 9: one matmul of all nine, the next tile's whole input
+// loaded during it).
 TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   const Case k{2, 36, 6, 5, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(k, DType::kFloat32));
@@ -670,49 +676,58 @@ TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   plan.ocb = 12, plan.cb = 7, plan.s = 1, plan.shared = false, plan.clusters = 1;
   plan.nob = 1, plan.ncb = 6, plan.jobs = plan.nob * plan.ncb;
   plan.rounds = (plan.jobs + 3) / 4;  // tiny: 4 cores a cluster
-  for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
-    plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
-    forced_weight_grad<float>(k, plan, 1e-4, "fp32 rh " + std::to_string(rows));
-    forced_weight_grad<half>(k, plan, 5e-3, "fp16 rh " + std::to_string(rows));
+  for (const std::size_t tg : {std::size_t{1}, std::size_t{2}, std::size_t{9}}) {
+    plan.tg = tg;
+    const std::string g = "tg " + std::to_string(tg) + ", ";
+    for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
+      plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
+      forced_weight_grad<float>(k, plan, 1e-4, g + "fp32 rh " + std::to_string(rows));
+      forced_weight_grad<half>(k, plan, 5e-3, g + "fp16 rh " + std::to_string(rows));
+    }
+    plan.rh = 6, plan.ni = 2, plan.tb = 1, plan.tiles = 1;  // one tile: both images
+    forced_weight_grad<float>(k, plan, 1e-4, g + "fp32 one tile");
+    forced_weight_grad<half>(k, plan, 5e-3, g + "fp16 one tile");
   }
-  plan.rh = 6, plan.ni = 2, plan.tb = 1, plan.tiles = 1;  // one tile: both images
-  forced_weight_grad<float>(k, plan, 1e-4, "fp32 one tile");
-  forced_weight_grad<half>(k, plan, 5e-3, "fp16 one tile");
 }
 
 // TFU time of the direct backward-weight kernel = the sum over its intrinsics of tfu_timing.h's
 // formula (output-stationary, fold overlap off; tiny's fp32 array is 4 x 4): per tile of P output
-// pixels, the transpose of dY (M = K = ocb, N = P) and per tap M = ocb, K = P, N = cb:
-// ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1.
+// pixels, the transpose of dY (M = K = ocb, N = P) and per group of g taps (tg, the last group the
+// taps left) M = ocb, K = P, N = g x cb: ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1. As
+// planned, and with the taps forced into groups of 2 and 4.
 TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
   const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::WeightGradConv d = weight_grad_of(k, DType::kFloat32);
-  const conv::WeightGradPlan plan = conv::plan_weight_grad(h(), d);
-  ASSERT_GT(plan.ocb, 0u);
-  const std::uint64_t r = 4, c = 4;
+  const conv::WeightGradPlan planned = conv::plan_weight_grad(h(), d);
+  ASSERT_GT(planned.ocb, 0u);
+  const std::uint64_t r = 4, c = 4, taps = d.kh * d.kw;
   auto f = [&](std::uint64_t m, std::uint64_t kk, std::uint64_t n) {
     return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
   };
-  std::uint64_t want = 0, intrinsics = 0;
-  for (std::size_t job = 0; job < plan.jobs; ++job) {
-    const std::size_t b = job / plan.s, part = job % plan.s;
-    const std::size_t o0 = (b / plan.ncb) * plan.ocb, on = std::min(plan.ocb, d.oc - o0);
-    const std::size_t c0 = (b % plan.ncb) * plan.cb, cn = std::min(plan.cb, d.c - c0);
-    const gemm::Span tiles = gemm::split_units(plan.tiles, plan.s, 1, part);
-    for (std::size_t t = tiles.begin; t < tiles.begin + tiles.size; ++t) {
-      const std::size_t n0 = (t / plan.tb) * plan.ni, ni = std::min(plan.ni, d.n - n0);
-      const std::size_t oy0 = (t % plan.tb) * plan.rh, rows = std::min(plan.rh, d.oh - oy0);
-      const std::uint64_t px = ni * rows * d.ow;
-      want += f(on, on, px) + d.kh * d.kw * f(on, px, cn);
-      intrinsics += 1 + d.kh * d.kw;
+  for (const std::size_t tg : {planned.tg, std::size_t{2}, std::size_t{4}}) {
+    conv::WeightGradPlan plan = planned;
+    plan.tg = tg;
+    std::uint64_t want = 0, intrinsics = 0;
+    for (std::size_t job = 0; job < plan.jobs; ++job) {
+      const std::size_t b = job / plan.s, part = job % plan.s;
+      const std::size_t ob = plan.shared ? b % plan.nob : b / plan.ncb, cbi = plan.shared ? b / plan.nob : b % plan.ncb;
+      const std::size_t on = std::min(plan.ocb, d.oc - ob * plan.ocb), cn = std::min(plan.cb, d.c - cbi * plan.cb);
+      const gemm::Span tiles = gemm::split_units(plan.tiles, plan.s, 1, part);
+      for (std::size_t t = tiles.begin; t < tiles.begin + tiles.size; ++t) {
+        const std::size_t n0 = (t / plan.tb) * plan.ni, ni = std::min(plan.ni, d.n - n0);
+        const std::size_t oy0 = (t % plan.tb) * plan.rh, rows = std::min(plan.rh, d.oh - oy0);
+        const std::uint64_t px = ni * rows * d.ow;
+        want += f(on, on, px), ++intrinsics;
+        for (std::uint64_t t0 = 0; t0 < taps; t0 += tg) want += f(on, px, std::min<std::uint64_t>(tg, taps - t0) * cn), ++intrinsics;
+      }
     }
+    ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+    forced_weight_grad<float>(k, plan, 1e-4, "tg " + std::to_string(tg));
+    mlusimDeviceStats_t st{};
+    ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+    EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
+    EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
   }
-  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
-  backward_weight<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, 1e-4);
-  mlusimDeviceStats_t st{};
-  ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
-  EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
-  EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
 }
 
 TEST_F(ConvTest, BackwardWeightDepthwise) {
