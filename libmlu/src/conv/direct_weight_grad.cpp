@@ -505,15 +505,16 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const std::size_t p = ni * rh * c.ow;
         // A tile's matmuls: one per tap group, N = the group's taps x cb.
         const double mm_group = static_cast<double>(d.matmul_cycles(ocb, p, tg * cb));
-        const double mms = static_cast<double>(groups - 1) * mm_group + static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
+        const double mm_last = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
         const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
-        // A tap's window copy: runs of OW x cb a row (stride 1, one tap a group), else of cb a
-        // pixel (whole DMA bursts each), one copy per image.
+        // A group's window copies: per tap runs of OW x cb a row (stride 1, one tap a group), else
+        // of cb a pixel (whole DMA bursts each), one copy per image; the group's copies run at
+        // once, sharing the core's Move-DMA rate.
         const bool per_pixel = tg > 1 || c.stride_w != 1;
-        const double copy =
-            per_pixel ? d.move_latency_cycles * static_cast<double>(ni) +
-                            static_cast<double>(p * ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes) / d.move_dma_bpc
-                      : d.move_latency_cycles + static_cast<double>(p * cb) * es / d.move_dma_bpc;
+        const double copy_lat = d.move_latency_cycles * static_cast<double>(per_pixel ? ni : 1);
+        const double copy_tap =
+            static_cast<double>(p * (per_pixel ? ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes : cb * g.es)) /
+            d.move_dma_bpc;
         const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
         // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
         // its bytes rounded up to bursts (one run a row when cb == C).
@@ -551,19 +552,38 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             const double x_reads = shared ? static_cast<double>(nob / cores) : static_cast<double>(nob);
             const bool l2_shares = d.config.l2_cache && rounds == 1;
             const double x_readers = l2_shares ? x_reads : 1.0, dy_readers = l2_shares ? static_cast<double>(ncb) : 1.0;
-            double load = io(x_dram + dy_tile, x_dram / x_readers + dy_tile / dy_readers);
-            double moves = static_cast<double>(g.taps) * copy;
-            if (shared) {
-              const double sram_copy = d.move_latency_cycles + std::max(x_tile / d.move_dma_bpc,
-                                                                        x_tile * static_cast<double>(cores + 1) / d.sram_bpc);
-              const double stage =
-                  d.io_latency_cycles + std::max({x_dram / d.memcore_dma_bpc,
-                                                  x_dram / x_readers * static_cast<double>(clusters) / d.dram_bpc,
-                                                  x_dram * static_cast<double>(clusters) / d.noc_bpc});
-              load = std::max({io(dy_tile, dy_tile / dy_readers), sram_copy, stage});
-              moves += sram_copy;  // the core's one Move-DMA engine carries the SRAM copy and the windows
+            // The next tile's loads, in `pieces` pieces (one per group but the last): x and dY by
+            // IO-DMA, or (shared) dY by IO-DMA and x copied from the memory core's SRAM copy by
+            // the core's one Move-DMA engine, which also carries the window copies.
+            const std::size_t pieces = std::max<std::size_t>(1, groups - 1);
+            const double pf = static_cast<double>(pieces);
+            const double sram_copy = d.move_latency_cycles + std::max(x_tile / pf / d.move_dma_bpc,
+                                                                      x_tile / pf * static_cast<double>(cores + 1) / d.sram_bpc);
+            const double stage =
+                d.io_latency_cycles + std::max({x_dram / d.memcore_dma_bpc,
+                                                x_dram / x_readers * static_cast<double>(clusters) / d.dram_bpc,
+                                                x_dram * static_cast<double>(clusters) / d.noc_bpc});
+            const double load_piece = shared ? io(dy_tile / pf, dy_tile / dy_readers / pf)
+                                             : io((x_dram + dy_tile) / pf, (x_dram / x_readers + dy_tile / dy_readers) / pf);
+            // The first tile, before any matmul.
+            const double load = shared ? std::max({io(dy_tile, dy_tile / dy_readers), sram_copy * pf, stage})
+                                       : io(x_dram + dy_tile, x_dram / x_readers + dy_tile / dy_readers);
+            // A tile: the transpose, then per group the longest of its matmul, the next group's
+            // window copies (at the last group: the next tile's first; with one group they wait for
+            // the loads) and its piece of the next tile's loads; the memory core's staging of the
+            // next tile (shared) bounds the whole.
+            double tile = tr;
+            for (std::size_t gi = 0; gi < groups; ++gi) {
+              const std::size_t next = gi + 1 < groups ? (gi + 2 < groups ? tg : last) : tg;
+              const double mm = gi + 1 < groups ? mm_group : mm_last;
+              const bool loads = gi < pieces;
+              const double copies = copy_lat + static_cast<double>(std::min(next, g.taps)) * copy_tap;
+              const double move = copies + (shared && loads ? sram_copy : 0.0);
+              const double io_step = loads ? load_piece : 0.0;
+              tile += groups == 1 ? std::max(mm, std::max(io_step, shared ? sram_copy : 0.0) + copies)
+                                  : std::max({mm, move, io_step});
             }
-            const double tile = tr + std::max({mms, moves, load});
+            if (shared) tile = std::max(tile, tr + stage);
             const double reads = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes;
             const double dram_bytes =
                 (l2_shares ? x_bytes * halo + dy_bytes : reads) + dw_bytes;

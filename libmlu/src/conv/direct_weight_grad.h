@@ -36,11 +36,13 @@
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
-//   tile   = transpose(ocb, ocb, P) + max(sum over groups of mm(ocb, P, g x cb), taps x copy_t (+
-//     the SRAM -> NRAM copy when shared: the core's one Move-DMA engine carries both), load)
-//     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = move latency + P x cb x es / move
-//     rate (per pixel runs: a latency per image, each run in whole DMA bursts), load = the tile's
-//     x (its runs of cb channels rounded up to DMA bursts) and dY bytes at the IO-DMA rate, or
+//   tile   = transpose(ocb, ocb, P) + sum over groups of max(mm(ocb, P, g x cb), the next group's
+//     copies g' x copy_t + move latency (+ the piece's SRAM -> NRAM copy when shared: the core's
+//     one Move-DMA engine carries both), the group's piece of the next tile's load); with one
+//     group the copies follow the load (shared: and at least the memory core's staging)
+//     mm = DeviceModel::matmul_cycles (tfu_timing.h), copy_t = P x cb x es / move rate (per pixel
+//     runs: a latency per image, each run in whole DMA bursts), load = the tile's x (its runs of
+//     cb channels rounded up to DMA bursts) and dY bytes, in groups - 1 pieces, at the IO-DMA rate, or
 //     the core's share of DRAM for the bytes the L2 does not serve, or its share of the NoC/L2
 //     stage; with all jobs in one round on a chip with an L2 model, the blocks reading the same
 //     tile at the same time (x: those of the same input channels; dY: of the same output
