@@ -341,10 +341,14 @@ class DirectRun {
 
   // The epilogue of output rows [oy0, oy0 + rows) of image n from acc [rows x OW, n_out] (fp32):
   // one block, or (rows a pitch apart) one per row, the spec's base moved so that the matrix
-  // row oy x OW lands at row oy's address.
-  void finish(Addr acc, std::size_t n, std::size_t oy0, std::size_t rows, std::size_t c_out, std::size_t n_out) {
+  // row oy x OW lands at row oy's address. `tile_row`: the tile row of the block's first row (an
+  // image's first row in a tile of stacked images), where its rows round into the staging buffer.
+  void finish(Addr acc, std::size_t n, std::size_t oy0, std::size_t rows, std::size_t c_out, std::size_t n_out,
+              std::size_t tile_row) {
     if (pitch() == i64(c_.ow) * c_.out.row_stride) {
-      gemm::finish_block(c_.out, acc, n, oy0 * c_.ow, rows * c_.ow, c_out, n_out, epi_);
+      gemm::EpilogueBuffers e = epi_;
+      if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64(tile_row * c_.ow * n_out * g_.es));
+      gemm::finish_block(c_.out, acc, n, oy0 * c_.ow, rows * c_.ow, c_out, n_out, e);
       return;
     }
     for (std::size_t r = 0; r < rows; ++r) {
@@ -352,9 +356,9 @@ class DirectRun {
       const std::int64_t oy = i64(oy0 + r);
       o.base += static_cast<std::uint64_t>((oy * pitch() - oy * i64(c_.ow) * o.row_stride) * i64(g_.es));
       // Each row rounds into its own part of the staging buffer (sized for the whole tile), so
-      // its store may still be in flight while the next row is finished.
+      // its store may still be in flight while the next row (or the next image's) is finished.
       gemm::EpilogueBuffers e = epi_;
-      if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64(r * c_.ow * n_out * g_.es));
+      if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64((tile_row + r) * c_.ow * n_out * g_.es));
       gemm::finish_block(o, acc.offset(i64(r * c_.ow * n_out * 4)), n, (oy0 + r) * c_.ow, c_.ow, c_out, n_out, e);
     }
   }
@@ -437,7 +441,7 @@ class DirectRun {
           if (direct_)
             store(a, ti, c_out, n_out);
           else
-            finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out);
+            finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out, i * g_.image_pitch(c_));
         }
       }
       for (; staged < groups(j); ++staged) sync_cluster();

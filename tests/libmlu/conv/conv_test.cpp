@@ -390,6 +390,53 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
   EXPECT_EQ(conv::plan_direct(h(), bad).rh, 0u);
 }
 
+// Stacked images finished through the epilogue (fp16 from two Cin chunks: rounded into a staging
+// buffer, then stored asynchronously): each image of a tile rounds into its own part of the
+// staging buffer, so the second image's rounding does not overwrite the first one's store in
+// flight (the simulator faults on such a hazard). Forced plan: tiles of two whole images, one
+// cluster; written densely (one block per image) and with a row pitch of two output rows (one
+// store per row, as a phase of a strided backward-data writes dx), the rows between untouched.
+TEST_F(ConvTest, DirectStackedImagesThroughTheEpilogue) {
+  const Case k{3, 16, 5, 4, 6, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
+  const conv::DirectConv d0 = direct_of(k, DType::kFloat16);
+  conv::DirectPlan plan = conv::plan_direct(h(), d0);
+  ASSERT_GT(plan.rh, 0u);
+  plan.nco = 6, plan.ps = 6, plan.cc = 8, plan.qc = 2, plan.gq = 1, plan.q = 1;
+  plan.rh = d0.oh, plan.ni = 2, plan.tb = 1, plan.gp = 1, plan.jobs = 1, plan.clusters = 1;
+  auto x = make<half>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 41);
+  auto w = make<half>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 42);
+  std::vector<double> conv_out(static_cast<std::size_t>(k.n * k.oc * d0.oh * d0.ow), 0.0);
+  const std::int64_t dims[4] = {k.n, k.oc, static_cast<std::int64_t>(d0.oh), static_cast<std::int64_t>(d0.ow)};
+  for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+    conv_out[flat(dims, n, o, oy, ox)] += w.get(o, ci, i, j) * x.get(n, ci, iy, ix);
+  });
+  for (const std::int64_t row_gap : {1, 2}) {  // output rows 1 or 2 rows apart
+    SCOPED_TRACE("rows " + std::to_string(row_gap) + " apart: " + plan.str());
+    auto y = make<half>(k.n, k.oc, row_gap * d0.oh, d0.ow, Format::kChannelsLast, 43);
+    std::vector<double> want(y.data.size());
+    for (std::int64_t n = 0; n < y.d[0]; ++n)
+      for (std::int64_t o = 0; o < y.d[1]; ++o)
+        for (std::int64_t r = 0; r < y.d[2]; ++r)
+          for (std::int64_t c = 0; c < y.d[3]; ++c)
+            want[flat(y.d, n, o, r, c)] = r % row_gap ? static_cast<double>(y.get(n, o, r, c))
+                                                      : conv_out[flat(dims, n, o, r / row_gap, c)];
+    conv::DirectConv d = d0;
+    d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
+    d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
+    void* py = to_device(y.data);
+    d.out.dtype = DType::kFloat16;
+    d.out.base = reinterpret_cast<std::uintptr_t>(py);
+    d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
+    d.out.row_stride = y.s[3];
+    if (row_gap > 1) d.out_row_pitch = row_gap * y.s[2];
+    std::uint32_t kernels = 0;
+    ASSERT_EQ(conv::launch_direct(h(), "direct_stacked", d, plan, &kernels), Status::kSuccess) << last_error_detail();
+    ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess) << last_error_detail();
+    y.data = from_device<half>(py, y.data.size());
+    expect_close(y, want, 3e-3, "y");
+  }
+}
+
 // Two independent direct convolutions in one launch, each planned on one of tiny's two clusters
 // (as the phases of a strided backward-data on a larger device): both results as when alone, one
 // kernel; plans needing more clusters than the device has are refused.
