@@ -80,7 +80,8 @@ int run_tfu(const TfuOptions& o) {
 
 Command add_tfu_command(CLI::App& app) {
   auto o = std::make_shared<TfuOptions>();
-  CLI::App* cmd = app.add_subcommand("tfu", "cycles of one TFU matmul intrinsic (compare with SCALE-Sim)");
+  CLI::App* cmd = app.add_subcommand(
+      "tfu", "cycles of one TFU matmul intrinsic (compare with SCALE-Sim with fold overlap off: tiny, or --set tfu.fold_overlap=false)");
   o->config.add_to(*cmd);
   cmd->add_option("-m", o->m, "rows of A (output-stationary: array rows)")->check(integer_in(1, kMaxDemoDim))->capture_default_str();
   cmd->add_option("-k", o->k, "columns of A, rows of B")->check(integer_in(1, kMaxDemoDim))->capture_default_str();

@@ -577,7 +577,7 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
               const std::size_t next = gi + 1 < groups ? (gi + 2 < groups ? tg : last) : tg;
               const double mm = gi + 1 < groups ? mm_group : mm_last;
               const bool loads = gi < pieces;
-              const double copies = copy_lat + static_cast<double>(std::min(next, g.taps)) * copy_tap;
+              const double copies = copy_lat + static_cast<double>(next) * copy_tap;
               const double move = copies + (shared && loads ? sram_copy : 0.0);
               const double io_step = loads ? load_piece : 0.0;
               tile += groups == 1 ? std::max(mm, std::max(io_step, shared ? sram_copy : 0.0) + copies)
