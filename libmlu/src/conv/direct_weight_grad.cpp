@@ -565,8 +565,9 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                                                 x_dram * static_cast<double>(clusters) / d.noc_bpc});
             const double load_piece = shared ? io(dy_tile / pf, dy_tile / dy_readers / pf)
                                              : io((x_dram + dy_tile) / pf, (x_dram / x_readers + dy_tile / dy_readers) / pf);
-            // The first tile, before any matmul.
-            const double load = shared ? std::max({io(dy_tile, dy_tile / dy_readers), sram_copy * pf, stage})
+            // The first tile, before any matmul (shared: the cores wait for the memory core's
+            // staging, then copy it while their dY loads).
+            const double load = shared ? stage + std::max(io(dy_tile, dy_tile / dy_readers), sram_copy * pf)
                                        : io(x_dram + dy_tile, x_dram / x_readers + dy_tile / dy_readers);
             // A tile: the transpose, then per group the longest of its matmul, the next group's
             // window copies (at the last group: the next tile's first; with one group they wait for
