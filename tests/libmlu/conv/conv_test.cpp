@@ -654,8 +654,9 @@ TEST_F(ConvTest, PointwiseBackwardWeightIsOneMatmul) {
 
 // Channels-innermost operands run the direct backward-weight kernel (conv/direct_weight_grad.h):
 // 3x3 same padding, 7x7 / 2, 1x1 / 2, stride and dilation with asymmetric padding, fp16, and a
-// case with several channel blocks: as planned (input tiles shared through SRAM), and with its
-// pixels split over two cores (sums reduced through SRAM).
+// case with several channel blocks: as planned, with the input tiles shared through SRAM (forced:
+// whether the planner shares them depends on its estimates), and with its pixels split over two
+// cores (sums reduced through SRAM); forced plans with taps one per matmul and four per matmul.
 // (1x1 stride-1 convolutions are one matmul, above; fewer input channels than array columns keep
 // the GEMM.)
 template <class T>
@@ -693,8 +694,16 @@ TEST_F(ConvTest, DirectBackwardWeight) {
   const conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(big, DType::kFloat32));
   ASSERT_GT(plan.ocb, 0u);
   EXPECT_GT(plan.nob * plan.ncb, 1u) << plan.str();
-  EXPECT_TRUE(plan.shared) << plan.str();  // the cluster's cores read the input tiles staged in SRAM
   backward_weight<float>(big, cl, cl, cl, 1e-4);
+  // Shared input tiles: a cluster's cores take 4 blocks of the same input channels (9 output
+  // channels each) and read the input tiles the memory core stages in SRAM; 16 jobs on 8 cores.
+  conv::WeightGradPlan shared = plan;
+  shared.ocb = 9, shared.cb = 10, shared.s = 1, shared.shared = true, shared.nob = 4, shared.ncb = 4;
+  shared.jobs = 16, shared.clusters = 2, shared.rounds = 2;
+  for (const std::size_t tg : {std::size_t{1}, std::size_t{4}}) {
+    shared.tg = tg;
+    forced_weight_grad<float>(big, shared, 1e-4, "shared, tg = " + std::to_string(tg));
+  }
   // Two pixel parts per block: each core's partial sums reach the others through SRAM.
   conv::WeightGradPlan split = plan;
   split.s = 2, split.shared = false, split.jobs = plan.nob * plan.ncb * 2;
