@@ -68,6 +68,18 @@ bool stores_groups_early(std::size_t s, std::size_t on, std::size_t width, std::
   return s == 1 && on * width * es <= xslot;
 }
 
+// Calls f(i, a, e) for each image i of a tile of `ni` images of `per` units each (rows, pixels)
+// that piece `piece` of `pieces` reaches (the tile's units split evenly, in order), [a, e) being
+// the piece's units in image i, counted from the image's first.
+template <class F>
+void for_each_image_part(std::size_t ni, std::size_t per, std::size_t piece, std::size_t pieces, F&& f) {
+  const Span mine = split_units(ni * per, pieces, 1, piece);
+  for (std::size_t i = 0; i < ni; ++i) {
+    const std::size_t a = std::max(mine.begin, i * per), e = std::min(mine.begin + mine.size, (i + 1) * per);
+    if (a < e) f(i, a - i * per, e - i * per);
+  }
+}
+
 // Bytes of one SRAM slot of a shared input tile: [ni][block rows][W][cb].
 std::size_t sram_slot_bytes(const WeightGradConv& c, const Geometry& g, std::size_t cb, std::size_t rh,
                             std::size_t ni) {
@@ -170,29 +182,24 @@ class WeightGradRun {
   void load_x(const Job& j, const Tile& t, Addr slot, std::size_t piece, std::size_t pieces,
               const Addr* staged = nullptr) const {
     const std::size_t bh = g_.in_h(c_, t.rows), row_bytes = g_.wp * j.cn * g_.es;
-    const Span mine = split_units(t.ni * bh, pieces, 1, piece);
-    for (std::size_t i = 0; i < t.ni; ++i) {
-      // This image's block rows [a, b) within the piece.
-      const std::size_t a = std::max(mine.begin, i * bh), e = std::min(mine.begin + mine.size, (i + 1) * bh);
-      if (a >= e) continue;
+    // Image i's block rows [a, e) of the piece.
+    for_each_image_part(t.ni, bh, piece, pieces, [&](std::size_t i, std::size_t a, std::size_t e) {
       const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;  // input row of block row 0
-      const std::int64_t lo = std::clamp<std::int64_t>(-iy0, i64(a - i * bh), i64(e - i * bh));
-      const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(e - i * bh));
+      const std::int64_t lo = std::clamp<std::int64_t>(-iy0, i64(a), i64(e));
+      const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(e));
       const Addr blk = slot.offset(i64(i * bh) * i64(row_bytes));
-      if (lo > i64(a - i * bh))
-        vec_fill(c_.dtype, blk.offset(i64(a - i * bh) * i64(row_bytes)), 0.0,
-                 static_cast<std::size_t>(lo - i64(a - i * bh)) * g_.wp * j.cn);
-      if (hi < i64(e - i * bh))
-        vec_fill(c_.dtype, blk.offset(hi * i64(row_bytes)), 0.0,
-                 static_cast<std::size_t>(i64(e - i * bh) - hi) * g_.wp * j.cn);
-      if (hi == lo || g_.count == 0) continue;
+      if (lo > i64(a))
+        vec_fill(c_.dtype, blk.offset(i64(a) * i64(row_bytes)), 0.0, static_cast<std::size_t>(lo - i64(a)) * g_.wp * j.cn);
+      if (hi < i64(e))
+        vec_fill(c_.dtype, blk.offset(hi * i64(row_bytes)), 0.0, static_cast<std::size_t>(i64(e) - hi) * g_.wp * j.cn);
+      if (hi == lo || g_.count == 0) return;
       const std::size_t rows = static_cast<std::size_t>(hi - lo);
       const Addr dst = blk.offset(lo * i64(row_bytes) + c_.pad_w * i64(j.cn * g_.es));
       if (staged) {  // SRAM rows [i][block row][W][cn]
         const std::size_t sram_row = c_.w * j.cn * g_.es;
         memcpy_strided_async(dst, staged->offset(i64((i * bh + static_cast<std::size_t>(lo)) * sram_row)),
                              CopyShape{g_.count * j.cn * g_.es, rows, i64(row_bytes), i64(sram_row)}, Dir::kSram2Nram);
-        continue;
+        return;
       }
       const std::int64_t src_el = i64(t.n + i) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(j.c0);
       const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
@@ -203,7 +210,7 @@ class WeightGradRun {
       else
         s = CopyShape{run, g_.count, i64(run), c_.xs_w * i64(g_.es), rows, i64(row_bytes), c_.xs_h * i64(g_.es)};
       memcpy_strided_async(dst, src, s, Dir::kGdram2Nram);
-    }
+    });
   }
 
   // Memory core: tile t's input rows inside the image (channels [c0, c0 + cn)) into an SRAM slot
@@ -233,17 +240,14 @@ class WeightGradRun {
   // WRAM as [P][on] (P = the tile's pixels in order).
   void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces) const {
     const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
-    const Span mine = split_units(t.ni * px, pieces, 1, piece);
-    for (std::size_t i = 0; i < t.ni; ++i) {
-      // This image's pixels [a, e) within the piece.
-      const std::size_t a = std::max(mine.begin, i * px), e = std::min(mine.begin + mine.size, (i + 1) * px);
-      if (a >= e) continue;
-      const std::int64_t src_el = i64(t.n + i) * c_.ys_n + i64(t.oy0 * c_.ow + a - i * px) * c_.ys_w + i64(j.o0);
+    // Image i's pixels [a, e) of the piece.
+    for_each_image_part(t.ni, px, piece, pieces, [&](std::size_t i, std::size_t a, std::size_t e) {
+      const std::int64_t src_el = i64(t.n + i) * c_.ys_n + i64(t.oy0 * c_.ow + a) * c_.ys_w + i64(j.o0);
       const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
       const CopyShape s = c_.ys_w == i64(j.on) ? CopyShape{(e - a) * run, 1, 0, 0}
                                                : CopyShape{run, e - a, i64(run), c_.ys_w * i64(g_.es)};
-      memcpy_strided_async(dyw_.offset(i64(a * run)), src, s, Dir::kGdram2Wram);
-    }
+      memcpy_strided_async(dyw_.offset(i64((i * px + a) * run)), src, s, Dir::kGdram2Wram);
+    });
   }
 
   std::size_t groups() const { return ceil_div(g_.taps, p_.tg); }

@@ -282,6 +282,16 @@ conv::DirectConv direct_of(const Case& k, DType dt) {
   return d;
 }
 
+// Points a direct convolution's output at `py`, the device copy of y (channels-last strides):
+// image n at n x y.s[0] elements, pixels y.s[3] apart, in y's dtype.
+template <class T>
+void direct_output_to(conv::DirectConv* d, const Tensor4<T>& y, void* py) {
+  d->out.dtype = sim::DTypeOf<T>::value;
+  d->out.base = reinterpret_cast<std::uintptr_t>(py);
+  d->out.batch = gemm::BatchIndexer{{y.d[0]}, {y.s[0]}};
+  d->out.row_stride = y.s[3];
+}
+
 // The direct backward-weight kernel's description of a channels_last convolution.
 conv::WeightGradConv weight_grad_of(const Case& k, DType dt) {
   conv::WeightGradConv d;
@@ -365,10 +375,7 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
     SCOPED_TRACE(what + ": " + plan.str());
     d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
     void* py = to_device(y.data);
-    d.out.dtype = DType::kFloat32;
-    d.out.base = reinterpret_cast<std::uintptr_t>(py);
-    d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
-    d.out.row_stride = y.s[3];
+    direct_output_to(&d, y, py);
     std::uint32_t kernels = 0;
     ASSERT_EQ(conv::launch_direct(h(), "direct_" + what, d, plan, &kernels), Status::kSuccess) << last_error_detail();
     auto got = y;
@@ -424,10 +431,7 @@ TEST_F(ConvTest, DirectStackedImagesThroughTheEpilogue) {
     d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
     d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
     void* py = to_device(y.data);
-    d.out.dtype = DType::kFloat16;
-    d.out.base = reinterpret_cast<std::uintptr_t>(py);
-    d.out.batch = gemm::BatchIndexer{{k.n}, {y.s[0]}};
-    d.out.row_stride = y.s[3];
+    direct_output_to(&d, y, py);
     if (row_gap > 1) d.out_row_pitch = row_gap * y.s[2];
     std::uint32_t kernels = 0;
     ASSERT_EQ(conv::launch_direct(h(), "direct_stacked", d, plan, &kernels), Status::kSuccess) << last_error_detail();
@@ -456,10 +460,7 @@ TEST_F(ConvTest, DirectConvolutionsShareOneLaunch) {
     d.x_base = reinterpret_cast<std::uintptr_t>(to_device(xs.back().data));
     d.w_base = reinterpret_cast<std::uintptr_t>(to_device(ws.back().data));
     outs.push_back(to_device(ys.back().data));
-    d.out.dtype = DType::kFloat32;
-    d.out.base = reinterpret_cast<std::uintptr_t>(outs.back());
-    d.out.batch = gemm::BatchIndexer{{k.n}, {ys.back().s[0]}};
-    d.out.row_stride = ys.back().s[3];
+    direct_output_to(&d, ys.back(), outs.back());
     convs.push_back(d);
   }
   std::uint32_t kernels = 0;
