@@ -608,11 +608,11 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         const std::size_t stage_run =
             c.w_k_major ? (pw ? ps : nco) * g.es : (c.ws_tap() == i64(wg) ? g.taps : 1) * wg * g.es;
         const double stage_eff =
-            static_cast<double>(ceil_div(stage_run, d.burst_bytes) * d.burst_bytes) / static_cast<double>(stage_run);
+            static_cast<double>(d.whole_bursts(stage_run)) / static_cast<double>(stage_run);
         // SRAM -> WRAM copy of a unit's weights, the cluster's cores sharing the SRAM port.
         const double w_copy = d.move_latency_cycles + std::max(unit / d.move_dma_bpc, unit * cores / d.sram_bpc);
         const std::size_t seg = (c.xs_w == i64(cc) ? g.count * cc : cc) * g.es;
-        const double seg_eff = static_cast<double>(ceil_div(seg, d.burst_bytes) * d.burst_bytes);
+        const double seg_eff = static_cast<double>(d.whole_bursts(seg));
         // Reading x moves whole DMA bursts: a run of cc < C channels a pixel costs its bytes
         // rounded up to bursts at the DRAM and the NoC too (one run a row when cc == C).
         const double x_burst = seg_eff / static_cast<double>(seg);

@@ -516,15 +516,12 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         // once, sharing the core's Move-DMA rate.
         const bool per_pixel = tg > 1 || c.stride_w != 1;
         const double copy_lat = d.move_latency_cycles * static_cast<double>(per_pixel ? ni : 1);
-        const double copy_tap =
-            static_cast<double>(p * (per_pixel ? ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes : cb * g.es)) /
-            d.move_dma_bpc;
+        const double copy_tap = static_cast<double>(p * (per_pixel ? d.whole_bursts(cb * g.es) : cb * g.es)) / d.move_dma_bpc;
         const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
         // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
         // its bytes rounded up to bursts (one run a row when cb == C).
         const double run = static_cast<double>(cb) * es;
-        const double bursts = static_cast<double>(ceil_div(cb * g.es, d.burst_bytes) * d.burst_bytes);
-        const double x_dram = cb < c.c ? x_tile * bursts / run : x_tile;
+        const double x_dram = cb < c.c ? x_tile * static_cast<double>(d.whole_bursts(cb * g.es)) / run : x_tile;
         const double dy_tile = static_cast<double>(p * ocb) * es;
         // A tile's loads of `bytes` at the IO-DMA rate, or the core's share of DRAM for the
         // `dram_bytes` of them the L2 does not serve (all cores load), or its share of the NoC/L2

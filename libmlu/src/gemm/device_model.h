@@ -27,6 +27,8 @@ struct DeviceModel {
   std::uint32_t clusters = 1, cores_per_cluster = 1;
 
   bool on_tfu() const { return tfu_rows > 0 && tfu_cols > 0; }
+  // Bytes a DMA moves for a contiguous run of `bytes`: whole bursts (dma.burst_bytes).
+  std::uint64_t whole_bursts(std::uint64_t bytes) const { return (bytes + burst_bytes - 1) / burst_bytes * burst_bytes; }
   // Cycles of one matmul intrinsic C[m,n] = A[m,k] x B[k,n] on this device: the TFU's formula,
   // or vec_matmul's (fp32 accumulation) when the TFU lacks the dtype (mlusim/sim/engine_costs.h).
   std::uint64_t matmul_cycles(std::uint64_t m, std::uint64_t k, std::uint64_t n) const;
