@@ -32,9 +32,10 @@ void print_info(const sim::HardwareConfig& c) {
       std::printf("  %-5s TFU  none              VFU %7.2f T%s/s (roofline uses the VFU)\n",
                   std::string(sim::dtype_name(t)).c_str(), vfu, t == DType::kInt8 ? "OP" : "FLOP");
   }
-  std::printf("  TFU dataflow       %s, fold overlap %s, conv depth %s\n",
+  std::printf("  TFU dataflow       %s, fold overlap %s, intrinsic overlap %s, conv depth %s\n",
               c.tfu_dataflow == sim::Dataflow::kOutputStationary ? "output-stationary" : "weight-stationary",
-              c.tfu_fold_overlap ? "on" : "off", c.tfu_conv_depth_per_tap ? "per tap" : "im2col");
+              c.tfu_fold_overlap ? "on" : "off", c.tfu_intrinsic_overlap ? "on" : "off",
+              c.tfu_conv_depth_per_tap ? "per tap" : "im2col");
   std::printf("\nbandwidth (GB/s)\n");
   std::printf("  DRAM               %8.1f  (%u channels, %llu-byte interleave%s, %.0f ns latency)\n",
               c.dram_bandwidth_gbps, c.dram_channels, static_cast<unsigned long long>(c.dram_interleave_bytes),

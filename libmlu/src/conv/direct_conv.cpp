@@ -288,13 +288,30 @@ class DirectRun {
                            Dir::kSram2Wram);
   }
 
-  // Input tile of (tile t, Cin chunk ci) into an NRAM slot: [in_h, Wp, cc] per image, zero rows
-  // outside the image.
-  void load_x(const Tile& t, std::size_t ci, Addr slot) const {
+  // Zeroes the rows [a, b) of input slot k that may hold data.
+  void zero_rows(std::size_t k, std::size_t a, std::size_t b) {
+    const std::size_t row = g_.wp * p_.cc;  // elements
+    std::vector<RowSpan> kept;
+    for (const RowSpan& d : x_data_[k]) {
+      const std::size_t lo = std::max(d.lo, a), hi = std::min(d.hi, b);
+      if (lo >= hi) {
+        kept.push_back(d);
+        continue;
+      }
+      vec_fill(c_.dtype, x_[k].offset(i64(lo * row * g_.es)), 0.0, (hi - lo) * row);
+      if (d.lo < lo) kept.push_back({d.lo, lo});
+      if (hi < d.hi) kept.push_back({hi, d.hi});
+    }
+    x_data_[k] = std::move(kept);
+  }
+
+  // Input tile of (tile t, Cin chunk ci) into NRAM slot k from its row `row0` on: [in_h, Wp, cc]
+  // per image, zero rows outside the image (filled where a load left data: tiles of the same
+  // rows in a slot, e.g. whole images, fill nothing after the first).
+  void load_x(const Tile& t, std::size_t ci, std::size_t k, std::size_t row0 = 0) {
     if (t.ni > 1) {
       // Images image_pitch rows apart; the rows they share are zeros in both (see image_pitch).
-      const std::int64_t pitch = i64(g_.image_pitch(c_) * g_.wp * p_.cc * g_.es);
-      for (std::size_t i = 0; i < t.ni; ++i) load_x(t.image(i), ci, slot.offset(i64(i) * pitch));
+      for (std::size_t i = 0; i < t.ni; ++i) load_x(t.image(i), ci, k, row0 + i * g_.image_pitch(c_));
       return;
     }
     const std::size_t in_h = g_.in_h(c_, t.rows);
@@ -302,13 +319,20 @@ class DirectRun {
     const std::int64_t iy0 = i64(t.oy0 * c_.stride_h) - c_.pad_h;
     const std::int64_t lo = std::clamp<std::int64_t>(-iy0, 0, i64(in_h));
     const std::int64_t hi = std::clamp<std::int64_t>(i64(c_.h) - iy0, lo, i64(in_h));
-    if (lo > 0) vec_fill(c_.dtype, slot, 0.0, static_cast<std::size_t>(lo) * g_.wp * p_.cc);
-    if (hi < i64(in_h))
-      vec_fill(c_.dtype, slot.offset(hi * i64(row_bytes)), 0.0,
-               static_cast<std::size_t>(i64(in_h) - hi) * g_.wp * p_.cc);
-    if (hi == lo || g_.count == 0) return;
+    if (hi == lo || g_.count == 0) {
+      zero_rows(k, row0, row0 + in_h);
+      return;
+    }
+    zero_rows(k, row0, row0 + static_cast<std::size_t>(lo));
+    zero_rows(k, row0 + static_cast<std::size_t>(hi), row0 + in_h);
+    const RowSpan data{row0 + static_cast<std::size_t>(lo), row0 + static_cast<std::size_t>(hi)};
+    std::vector<RowSpan>& spans = x_data_[k];
+    spans.erase(std::remove_if(spans.begin(), spans.end(),
+                               [&](const RowSpan& d) { return d.lo >= data.lo && d.hi <= data.hi; }),
+                spans.end());
+    spans.push_back(data);
     const std::size_t rows = static_cast<std::size_t>(hi - lo);
-    const Addr dst = slot.offset(lo * i64(row_bytes) + c_.pad_w * i64(p_.cc * g_.es));
+    const Addr dst = x_[k].offset(i64(row0) * i64(row_bytes) + lo * i64(row_bytes) + c_.pad_w * i64(p_.cc * g_.es));
     const std::int64_t src_el = i64(t.n) * c_.xs_n + (iy0 + lo) * c_.xs_h + i64(ci * p_.cc);
     const Addr src{Space::kGdram, c_.x_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
     const std::size_t run = p_.cc * g_.es;
@@ -391,8 +415,8 @@ class DirectRun {
       if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
       if (c_.out.affine.enabled && !steps.empty()) gemm::prepare_col_affine(c_.out, j.co0, j.nco, p_.rh * c_.ow, epi_);
       // Input slots: per step (Cin chunks), or per tile (pieces share the tile's input).
-      auto xslot = [&](std::size_t s) { return x_[pw ? steps[s].tile % 2 : s % 2]; };
-      if (!steps.empty()) load_x(tile(t0), 0, x_[0]);  // while the memory core stages group 0
+      auto xslot = [&](std::size_t s) -> std::size_t { return pw ? steps[s].tile % 2 : s % 2; };
+      if (!steps.empty()) load_x(tile(t0), 0, 0);  // while the memory core stages group 0
       sync_cluster();                                  // group 0 is in SRAM
       std::size_t staged = 1;                          // staging groups known to be in SRAM
       std::vector<bool> in_wram(nu, false);
@@ -410,7 +434,7 @@ class DirectRun {
         const Step& st = steps[s];
         const Tile t = tile(t0 + st.tile);
         for (; pw && next_x < mine.size && (next_x < 2 || last_step[next_x - 2] < s); ++next_x)
-          load_x(tile(t0 + next_x), 0, x_[next_x % 2]);
+          load_x(tile(t0 + next_x), 0, next_x % 2);
         if (s + 1 < steps.size()) {
           const Step& nx = steps[s + 1];
           if (!pw) load_x(tile(t0 + nx.tile), nx.chunk, xslot(s + 1));
@@ -431,7 +455,7 @@ class DirectRun {
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
         prm.weights_k_major = c_.w_k_major;
-        conv2d(c_.dtype, acc_t, acc, xslot(s), wslot(st.chunk, s), prm, !pw && st.chunk > 0);
+        conv2d(c_.dtype, acc_t, acc, x_[xslot(s)], wslot(st.chunk, s), prm, !pw && st.chunk > 0);
         sync_io();
         if (!pw && st.chunk + 1 < p_.qc) continue;
         const std::int64_t pitch = i64(g_.image_pitch(c_) * c_.ow * n_out * es_acc);
@@ -475,6 +499,10 @@ class DirectRun {
   const std::size_t gq_;  // Cin chunks per staging copy
   std::vector<std::size_t> jobs_;
   Addr wsram_, x_[2], acc_[2];
+  struct RowSpan {
+    std::size_t lo, hi;
+  };
+  std::vector<RowSpan> x_data_[2];  // rows of each input slot that may hold data (not zeros)
   std::vector<Addr> w_;
   gemm::EpilogueBuffers epi_;
 };

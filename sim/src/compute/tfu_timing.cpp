@@ -72,7 +72,14 @@ TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
   // rows, one per array. The cheaper of the two.
   const std::uint64_t a = array.count, whole = cost.folds / a, left = cost.folds % a;
   cost.cycles = schedule(ceil_div(cost.folds, a), 0, 0);
-  if (left > 0) cost.cycles = std::min(cost.cycles, schedule(whole, left, ceil_div(t, a)));
+  std::uint64_t last_t = t;  // streamed rows of the busiest array's last fold
+  if (left > 0) {
+    const std::uint64_t split = schedule(whole, left, ceil_div(t, a));
+    if (split < cost.cycles) cost.cycles = split, last_t = ceil_div(t, a);
+  }
+  // Back-to-back intrinsics (header): the last fold's cycles after its interval, during which
+  // the array already takes the next intrinsic's operands.
+  if (fold_overlap) cost.drain = per_fold(last_t) - std::max(last_t, r);
   cost.utilisation = utilisation(cost, array);
   return cost;
 }

@@ -84,6 +84,24 @@
 //   the MXUs). A split WS fold's shares are different output rows: nothing to add.
 //   folds (reported) stays the total; utilisation = macs / (cycles x R x C x A).
 //
+// Back-to-back intrinsics (fold overlap ON only; the core applies it, sim/src/core/core.cpp):
+//   folds of consecutive intrinsics pipeline like the folds of one: the next intrinsic's first
+//   fold enters the array one fold interval after the last fold of the previous one entered,
+//   while that fold still drains, instead of after it has drained. The previous intrinsic's
+//   drain = per_fold(T_last) - max(T_last, R) cycles (OS: R + C - 2, WS: 2R + C - 2 once
+//   T_last >= R; T_last: the streamed rows of the busiest array's last fold) are then hidden:
+//     cycles charged = cycles - min(drain_prev, cycles by which its operands were ready before
+//                                   the previous intrinsic ended)
+//   Only when the core issues it the moment the previous one ends (no stall between them: a
+//   queued instruction), and not when it reads (as A or B) what the previous one wrote.
+//   Accumulating into the previous one's C does not stall: sums are added on the output side
+//   as they drain (Gemmini's accumulator memory, the TPU's accumulators), fold i of the next
+//   intrinsic draining after fold i of the previous. Grounds: the TPUv1 paper (Jouppi et al.,
+//   ISCA 2017, section 2) gives a matrix multiply instruction of B input rows B pipelined
+//   cycles, its microarchitecture built to keep the matrix unit busy across instructions; an
+//   array that drained between instructions would pay R + C - 2 more per instruction.
+//   fold overlap OFF: drain = 0, every intrinsic pays its fill and drain (SCALE-Sim).
+//
 // Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T / A - 1 >= M*K*N / (R*C*A) - 1 in every mode, and
 // >= M*K*N / (R*C*A) whenever R + C >= 3 (see above).
 //
@@ -122,6 +140,10 @@ struct TfuCost {
   std::uint64_t cycles = 0;     // TFU core-clock cycles (formulas above); 0 for an empty GEMM
   std::uint64_t folds = 0;      // ceil(Sr/R) * ceil(Sc/C), over all arrays together
   std::uint64_t macs = 0;       // M * K * N multiply-accumulates
+  // Fold overlap on: cycles at the end of the operation during which the array already accepts
+  // the next intrinsic's operands (its last fold draining), which a back-to-back intrinsic hides
+  // (header, "Back-to-back intrinsics"). 0 with fold overlap off.
+  std::uint64_t drain = 0;
   double utilisation = 0.0;     // macs / (cycles * R * C * arrays), in [0, 1]; 0 when cycles == 0
 };
 

@@ -313,6 +313,12 @@ void check_consistency(const HardwareConfig& c, const Tree& tree) {
                                ": set both to 0 (dtype unsupported by the TFU) or both above 0");
   }
 
+  // Intrinsics pipeline into each other the way their folds do (compute/tfu_timing.h).
+  if (c.tfu_intrinsic_overlap && !c.tfu_fold_overlap)
+    fail({"tfu.intrinsic_overlap", "tfu.fold_overlap"},
+         "tfu.intrinsic_overlap is true but tfu.fold_overlap is false: back-to-back intrinsics pipeline "
+         "the way the folds of one intrinsic do, so they need fold_overlap: true");
+
   // bf16 reaches the TFU only through the VFU's conversions (kernels cast fp32 to bf16 there).
   if (c.tfu_bf16.supported() && !c.vfu_bf16)
     fail({"tfu.bf16.rows", "tfu.bf16.cols", "vfu.bf16"},

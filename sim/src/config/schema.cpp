@@ -154,6 +154,9 @@ const std::vector<Field>& schema() {
        between(1, kMaxArrays, kArraysWhy), "1"},
       {"tfu.dataflow", ValueType::kDataflow, "", &HC::tfu_dataflow, any_value()},
       {"tfu.fold_overlap", ValueType::kBool, "", &HC::tfu_fold_overlap, any_value()},
+      // false, the default: every intrinsic pays its first fold's fill and last fold's drain, what
+      // every preset meant before the key (tfu_timing.h, "Back-to-back intrinsics").
+      {"tfu.intrinsic_overlap", ValueType::kBool, "", &HC::tfu_intrinsic_overlap, any_value(), "false"},
       // false, the default: a conv intrinsic's depth is SCALE-Sim's im2col depth KH x KW x Cin,
       // what every preset meant before the key (tfu_timing.h).
       {"tfu.conv_depth_per_tap", ValueType::kBool, "", &HC::tfu_conv_depth_per_tap, any_value(), "false"},

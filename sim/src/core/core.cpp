@@ -99,6 +99,7 @@ void Core::thread_main() {
 
 void Core::run_task() {
   LaunchState& launch = *assignment_.launch;
+  break_tfu_chain();  // tasks do not pipeline into each other
   nram_alloc_.reset();
   wram_alloc_.reset();
   sram_alloc_.reset();
@@ -152,6 +153,7 @@ void Core::run_task() {
 }
 
 void Core::wait_ps(Picos ps) {
+  break_tfu_chain();
   sc_core::wait(sc_delay(ps, "core wait"));
   g_current = this;
   check_alive();
@@ -384,6 +386,7 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
                     std::move(reads), std::move(writes)};
   if (!async) {  // synchronous: the copy is covered by its own completion
     if (!c.transfer->done()) wait_event(c.transfer->done_event());
+    break_tfu_chain();
     return;
   }
   for (const Range& r : c.reads) inflight_reads_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
@@ -394,6 +397,18 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
 void Core::sync_io() {
   for (OutstandingCopy& c : outstanding_)
     if (!c.transfer->done()) wait_event(c.transfer->done_event());
+  if (tfu_chain_ && device_.now_abs() == tfu_end_ps_) {
+    // No stall: the next intrinsic may still follow the last one; keep what the copies touched.
+    const auto box = [](const std::vector<Range>& rs) {
+      Range b = rs.front();
+      for (const Range& r : rs) b.lo = std::min(b.lo, r.lo), b.hi = std::max(b.hi, r.hi);
+      return b;
+    };
+    for (const OutstandingCopy& c : outstanding_)
+      if (!c.reads.empty()) retired_.push_back({box(c.reads), box(c.writes), c.transfer->end_ps()});
+  } else {
+    break_tfu_chain();
+  }
   outstanding_.clear();
   inflight_reads_.clear();
   inflight_writes_.clear();
@@ -421,6 +436,7 @@ void Core::barrier(bool whole_group) {
     const std::uint64_t gen = b.generation;
     while (b.generation == gen) wait_event(b.released);
   }
+  if (device_.now_abs() > start) break_tfu_chain();  // a stall: the next intrinsic follows none
   if (device_.trace.records(TraceLevel::kIntrinsics) && device_.now_abs() > start) {
     nlohmann::json args = {{"task", assignment_.task_id}};
     device_.trace.complete(device_.trace_pid(), device_.trace_track(name_ + " Task"), what, "sync",
@@ -442,6 +458,7 @@ void Core::compute(Engine engine, std::uint64_t cycles, const std::string& label
     device_.stats.traffic.write_bytes[static_cast<std::size_t>(level_of(r.space))] += r.hi - r.lo;
     if (assignment_.launch) assignment_.launch->record.traffic.write_bytes[static_cast<std::size_t>(level_of(r.space))] += r.hi - r.lo;
   }
+  if (engine != Engine::kTfu) break_tfu_chain();
   const Picos start = device_.now_abs();
   engine_begin(engine);
   counters(engine).cycles += cycles;
@@ -455,6 +472,40 @@ void Core::compute(Engine engine, std::uint64_t cycles, const std::string& label
   engine_end(engine);
   trace_event(engine, label, start, device_.now_abs());
   check_alive();
+}
+
+void Core::break_tfu_chain() {
+  tfu_chain_ = false;
+  tfu_writes_.clear();
+  retired_.clear();
+}
+
+void Core::tfu_op(const compute::TfuCost& cost, const std::string& label, const std::vector<Range>& operands,
+                  const std::vector<Range>& reads, const std::vector<Range>& writes) {
+  const auto overlap = [](const Range& a, const Range& b) { return a.space == b.space && a.lo < b.hi && b.lo < a.hi; };
+  const auto touches = [&](const std::vector<Range>& rs, const Range& b) {
+    return std::any_of(rs.begin(), rs.end(), [&](const Range& r) { return overlap(r, b); });
+  };
+  std::uint64_t cycles = cost.cycles;
+  const Picos now = device_.now_abs();
+  const bool reads_last = std::any_of(tfu_writes_.begin(), tfu_writes_.end(),
+                                      [&](const Range& w) { return touches(operands, w); });
+  if (tfu_chain_ && now == tfu_end_ps_ && tfu_drain_ > 0 && !reads_last) {
+    // Issued back to back: it enters the array as soon as the last intrinsic's drain began and
+    // the copies it depends on (writing what it reads, or reading/writing what it writes) ended.
+    Picos ready = 0;
+    for (const RetiredCopy& c : retired_)
+      if (touches(reads, c.write_box) || touches(writes, c.write_box) || touches(writes, c.read_box))
+        ready = std::max(ready, c.end_ps);
+    const std::uint64_t early = ps_to_cycles(now - std::min(ready, now), device_.config.core_clock_mhz);
+    cycles -= std::min({tfu_drain_, early, cycles});
+  }
+  compute(Engine::kTfu, cycles, label, reads, writes);
+  tfu_chain_ = device_.config.tfu_intrinsic_overlap;
+  tfu_end_ps_ = device_.now_abs();
+  tfu_drain_ = cost.drain;
+  tfu_writes_ = writes;
+  retired_.clear();
 }
 
 namespace {
@@ -576,7 +627,7 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
     assignment_.launch->record.macs += m * k * n;
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
   }
-  compute(Engine::kTfu, timing.cycles, label, reads, writes);
+  tfu_op(timing, label, {reads[0], reads[1]}, reads, writes);
 }
 
 bool Core::tfu_supports(DType in_t) const { return device_.config.tfu_array(in_t).supported(); }
@@ -637,7 +688,7 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
     assignment_.launch->record.macs += macs;
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += macs;
   }
-  compute(Engine::kTfu, timing.cycles, label, reads, writes);
+  tfu_op(timing, label, {reads[0], reads[1]}, reads, writes);
 }
 
 // Scalar unit: one element at a time. On-chip: scalar.onchip_access_cycles; GDRAM: one DRAM

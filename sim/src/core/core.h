@@ -18,6 +18,7 @@
 
 #include "device/launch_state.h"
 #include "fabric/bandwidth_fabric.h"
+#include "compute/tfu_timing.h"
 #include "core/range_set.h"
 #include "memory/onchip_memory.h"
 #include "mlusim/sim/kernel_api.h"
@@ -105,6 +106,14 @@ class Core {
   static std::uint64_t hazard_key(Space s, std::uint64_t addr);
   void compute(Engine engine, std::uint64_t cycles, const std::string& label, const std::vector<Range>& reads,
                const std::vector<Range>& writes);
+  // A TFU intrinsic of `cost` reading `operands` (A and B; an accumulated C is not one) and
+  // `reads`/`writes` in all: its cycles less the previous intrinsic's drain it hides when issued
+  // back to back (compute/tfu_timing.h, "Back-to-back intrinsics"), then run on the TFU.
+  void tfu_op(const compute::TfuCost& cost, const std::string& label, const std::vector<Range>& operands,
+              const std::vector<Range>& reads, const std::vector<Range>& writes);
+  // Whether the TFU could still take an intrinsic issued now back to back: nothing since the last
+  // one but copies retired without a stall. Anything else ends the chain.
+  void break_tfu_chain();
   Range range(Addr a, std::uint64_t bytes, const char* role);
   void require_compute_core(const char* what) const;
   void require_nram(Addr a, const char* role) const;
@@ -136,6 +145,19 @@ class Core {
   TaskAssignment assignment_;
   std::unique_ptr<sc_core::sc_event> start_;
   bool shutdown_ = false;
+
+  // Back-to-back TFU intrinsics: the last one's end, the drain cycles it leaves to hide and its
+  // output; the copies sync_io retired since without a stall (their footprints, one range per
+  // side, and end times: an intrinsic's operands are ready when the copies writing them ended).
+  struct RetiredCopy {
+    Range read_box, write_box;
+    Picos end_ps;
+  };
+  bool tfu_chain_ = false;
+  Picos tfu_end_ps_ = 0;
+  std::uint64_t tfu_drain_ = 0;
+  std::vector<Range> tfu_writes_;
+  std::vector<RetiredCopy> retired_;
 
   std::vector<OutstandingCopy> outstanding_;
   RangeSet inflight_reads_, inflight_writes_;  // hazard keys of outstanding_'s ranges

@@ -339,6 +339,18 @@ TEST(ConfigValidation, TfuArrays) {
   EXPECT_TRUE(c.tfu_array(DType::kFloat16).supported());
 }
 
+// tfu.intrinsic_overlap: default false; true needs fold_overlap (the key set last is blamed).
+TEST(ConfigValidation, TfuIntrinsicOverlap) {
+  EXPECT_FALSE(load_config("tiny").tfu_intrinsic_overlap);
+  ExpectTinyError("tfu:\n  intrinsic_overlap: true\n", "tfu.intrinsic_overlap",
+                  "tfu.intrinsic_overlap is true but tfu.fold_overlap is false");
+  ExpectConfigError([] { load_config("mlu370-x4", {{"tfu.fold_overlap", "false"}}); }, "override",
+                    "tfu.fold_overlap", "need fold_overlap: true");
+  ExpectTinyError("tfu:\n  intrinsic_overlap: yes please\n", "tfu.intrinsic_overlap", "expected true or false");
+  const HardwareConfig c = parse_on_tiny("tfu:\n  fold_overlap: true\n  intrinsic_overlap: true\n");
+  EXPECT_TRUE(c.tfu_intrinsic_overlap);
+}
+
 // tfu.arrays: identical arrays per core, one key for every dtype; default 1 when no file sets it.
 TEST(ConfigValidation, TfuArrayCount) {
   const HardwareConfig preset = load_config("tiny");  // no preset file before tpu-v3 sets the key

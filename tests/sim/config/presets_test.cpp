@@ -71,6 +71,7 @@ TEST(Presets, Mlu370X4Figures) {
   EXPECT_TRUE(c.tfu_int8.supported());
   EXPECT_EQ(c.tfu_dataflow, Dataflow::kOutputStationary);
   EXPECT_TRUE(c.tfu_fold_overlap);  // estimate: folds pipeline (double-buffered accumulators)
+  EXPECT_TRUE(c.tfu_intrinsic_overlap);  // estimate: so do back-to-back intrinsics
 }
 
 // Figures from /work/shared/notes/hardware.md (MLU270 column).
@@ -187,6 +188,7 @@ TEST(Presets, TpuV3Figures) {
   EXPECT_FALSE(c.tfu_int8.supported());               // bf16 multiplies only
   EXPECT_EQ(c.tfu_dataflow, Dataflow::kWeightStationary);
   EXPECT_TRUE(c.tfu_fold_overlap);
+  EXPECT_FALSE(c.tfu_intrinsic_overlap);                // chosen by the calibration GEMMs (fidelity.md)
   EXPECT_TRUE(c.tfu_conv_depth_per_tap);                // channels on the lanes, one matmul per kernel position
   // 123 TFLOPS bf16 per chip, published rounded to three digits: 2 cores x 2 MXUs x 16384 MACs x 2 x
   // 0.94 GHz = 123.2 (the one preset whose derived peak is the published product itself).
@@ -246,6 +248,7 @@ TEST(Presets, TinyIsSmallWithRoundNumbers) {
   EXPECT_DOUBLE_EQ(c.mlu_link_bandwidth_gbps, 0.0);
   EXPECT_EQ(c.tfu_dataflow, Dataflow::kOutputStationary);
   EXPECT_FALSE(c.tfu_fold_overlap);  // its own: SCALE-Sim v2's schedule (mlu370-x4 pipelines folds)
+  EXPECT_FALSE(c.tfu_intrinsic_overlap);
 }
 
 // configs/README.md documents every key of the schema.

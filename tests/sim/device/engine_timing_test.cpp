@@ -1,5 +1,8 @@
 // Compute engine formulas (VFU, TFU, scalar) as seen by a kernel, on tiny.yaml. Expected cycles
 // are written out from each formula's doc comment with tiny's numbers.
+#include <algorithm>
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "compute/tfu_timing.h"
@@ -104,6 +107,96 @@ TEST_F(EngineTiming, TfuWithTwoArraysSplitsTheFolds) {
   const KernelRecord k_major = conv_6x6(4, /*weights_k_major=*/true);
   ASSERT_FALSE(k_major.faulted) << k_major.fault;
   EXPECT_EQ(k_major.cycles, 167u);
+}
+
+// tfu.intrinsic_overlap (tfu_timing.h, "Back-to-back intrinsics"): an intrinsic issued the moment the
+// last one ends hides that one's drain. fp32 4x4 OS with fold overlap, M = N = 8, K = 100: 4 folds,
+// per_fold = 100 + 4 + 4 - 2 = 106, cycles = 106 + 3 x 100 - 1 = 405, drain = 106 - 100 = 6.
+class TfuIntrinsicOverlap : public EngineTiming {
+ protected:
+  static constexpr std::uint64_t kOne = 405, kDrain = 6;
+  // No L2 model: a copy takes as long in every run, whatever the runs before left cached.
+  void SetUp() override {
+    build("tiny", {{"tfu.fold_overlap", "true"}, {"tfu.intrinsic_overlap", "true"}, {"l2.cache", "false"}});
+  }
+  // Two 8 x 100 x 8 matmuls; `between` runs after the first. The second's A: its own buffer, or
+  // the first's C (a_is_c); it accumulates into the first's C when `accumulate`.
+  KernelRecord two(bool a_is_c, bool accumulate, std::function<void()> between = {}) {
+    return run("mm2", [=] {
+      auto a = nram_alloc<float>(8 * 100), a2 = nram_alloc<float>(8 * 100), c = nram_alloc<float>(64);
+      auto c2 = nram_alloc<float>(64);
+      auto b = wram_alloc<float>(100 * 8);
+      matmul(DType::kFloat32, DType::kFloat32, c, a, b, 8, 100, 8, false, false);
+      if (between) between();
+      matmul(DType::kFloat32, DType::kFloat32, accumulate ? c : c2, a_is_c ? Addr(c) : Addr(a2), b, 8,
+             a_is_c ? 8 : 100, 8, false, accumulate);
+    });
+  }
+};
+
+TEST_F(TfuIntrinsicOverlap, BackToBackHidesTheDrain) {
+  KernelRecord r = two(false, false);
+  ASSERT_FALSE(r.faulted) << r.fault;
+  EXPECT_EQ(r.cycles, 2 * kOne - kDrain);
+  EXPECT_EQ(r.engines[static_cast<int>(Engine::kTfu)].cycles, 2 * kOne - kDrain);
+  // Accumulating into the last one's C does not wait for it (sums added as they drain).
+  r = two(false, true);
+  EXPECT_EQ(r.cycles, 2 * kOne - kDrain);
+}
+
+TEST_F(TfuIntrinsicOverlap, WhatBreaksTheChain) {
+  // Reading the last one's output as A: it waits for the drain. 8 x 8 x 8: 4 folds of 8 + 6,
+  // 14 + 3 x 8 - 1 = 37.
+  KernelRecord r = two(true, false);
+  ASSERT_FALSE(r.faulted) << r.fault;
+  EXPECT_EQ(r.cycles, kOne + 37);
+  // A VFU op between them (add fp32 x 32: 10 + 1 cycles).
+  r = two(false, false, [] {
+    auto v = nram_alloc<float>(32);
+    vec_binary(VecBinaryOp::kAdd, DType::kFloat32, v, v, v, 32);
+  });
+  EXPECT_EQ(r.cycles, 2 * kOne + 11);
+  // The key off: every intrinsic pays its drain.
+  build("tiny", {{"tfu.fold_overlap", "true"}});
+  r = two(false, false);
+  EXPECT_EQ(r.cycles, 2 * kOne);
+}
+
+// The second intrinsic's A loaded by a copy issued before the first: it enters the array when the
+// copy has landed, at the earliest kDrain cycles before the first ends; a copy landing after the
+// first ended stalls the core (sync_io) and nothing is hidden. Copies of D cycles around kOne (the
+// copy's own time measured alone; the sizes found by a scan, not written down).
+TEST_F(TfuIntrinsicOverlap, OperandsReadyLateHideLess) {
+  constexpr std::size_t kMaxBytes = 16384;
+  const std::uint64_t src = dmalloc(kMaxBytes);
+  auto copy_cycles = [&](std::size_t bytes) {
+    return run("copy", [=] {
+             auto a2 = nram_alloc<float>(kMaxBytes / 4);
+             memcpy_async(a2, Gdram<float>(src), bytes, Dir::kGdram2Nram);
+             sync_io();
+           }).cycles;
+  };
+  std::size_t edge = 64;  // the first size whose copy lands inside the drain or later
+  while (edge < kMaxBytes && copy_cycles(edge) <= kOne - kDrain) edge += 64;
+  ASSERT_LT(edge, kMaxBytes) << "no copy as long as an intrinsic";
+  int partial = 0;
+  for (std::size_t bytes = edge - 128; bytes <= edge + 128; bytes += 8) {
+    const std::uint64_t d = copy_cycles(bytes);
+    const KernelRecord r = run("mm2", [=] {
+      auto a = nram_alloc<float>(8 * 100), a2 = nram_alloc<float>(kMaxBytes / 4), c = nram_alloc<float>(64);
+      auto c2 = nram_alloc<float>(64);
+      auto b = wram_alloc<float>(100 * 8);
+      memcpy_async(a2, Gdram<float>(src), bytes, Dir::kGdram2Nram);
+      matmul(DType::kFloat32, DType::kFloat32, c, a, b, 8, 100, 8, false, false);
+      sync_io();
+      matmul(DType::kFloat32, DType::kFloat32, c2, a2, b, 8, 100, 8, false, false);
+    });
+    ASSERT_FALSE(r.faulted) << r.fault;
+    const std::uint64_t want = d > kOne ? d + kOne : 2 * kOne - std::min(kDrain, kOne - d);
+    EXPECT_EQ(r.cycles, want) << bytes << " bytes, copy " << d << " cycles";
+    partial += d > kOne - kDrain && d < kOne;
+  }
+  EXPECT_GT(partial, 0) << "no copy landed inside the drain; move the byte range";
 }
 
 // tfu.conv_depth_per_tap: the conv intrinsic's depth folds tap by tap on a weight-stationary array.

@@ -110,6 +110,7 @@ struct HardwareConfig {
   TfuArray tfu_int8;                // `tfu.int8.rows`, `tfu.int8.cols`, `tfu.arrays`
   Dataflow tfu_dataflow;            // `tfu.dataflow`: output_stationary | weight_stationary
   bool tfu_fold_overlap;            // `tfu.fold_overlap`: pipeline consecutive folds
+  bool tfu_intrinsic_overlap;       // `tfu.intrinsic_overlap`: pipeline back-to-back intrinsics too
   bool tfu_conv_depth_per_tap;      // `tfu.conv_depth_per_tap`: a weight-stationary array folds a conv
                                     // intrinsic's depth tap by tap (compute/tfu_timing.h)
 
