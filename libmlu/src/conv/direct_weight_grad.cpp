@@ -105,8 +105,9 @@ class WeightGradRun {
         if (p_.s > 1) sync_cluster(), sync_cluster();
         if (!p_.shared || r * cores + first >= p_.jobs) continue;
         const Job j = job(r * cores + first);
-        for (std::size_t t = 0; t < j.tiles.size; ++t) {
-          stage_x(j, tile(j.tiles.begin + t), xsram_[t % 2]);
+        const std::vector<Tile> tiles = job_tiles(j);
+        for (std::size_t t = 0; t < tiles.size(); ++t) {
+          stage_x(j, tiles[t], xsram_[t % 2]);
           sync_io();
           sync_cluster();  // tile t is in SRAM; every core is done copying tile t - 1
         }
@@ -174,6 +175,21 @@ class WeightGradRun {
     r.oy0 = (t % p_.tb) * p_.rh;
     r.rows = std::min(p_.rh, c_.oh - r.oy0);
     return r;
+  }
+  // A job's tiles in order, the first cut in two halves (its images, else its rows) so that the
+  // loads before the first matmul are half a tile's; the second half loads during the first.
+  std::vector<Tile> job_tiles(const Job& j) const {
+    std::vector<Tile> v;
+    for (std::size_t t = 0; t < j.tiles.size; ++t) v.push_back(tile(j.tiles.begin + t));
+    if (!p_.half_first || v.empty() || (v[0].ni == 1 && v[0].rows == 1)) return v;
+    Tile a = v[0], b = v[0];
+    if (a.ni > 1)
+      a.ni /= 2, b.n = a.n + a.ni, b.ni -= a.ni;
+    else
+      a.rows /= 2, b.oy0 += a.rows, b.rows -= a.rows;
+    v[0] = a;
+    v.insert(v.begin() + 1, b);
+    return v;
   }
 
   // Piece `piece` of `pieces` of tile t's input rows (channels [c0, c0 + cn)) into an NRAM slot
@@ -303,19 +319,20 @@ class WeightGradRun {
     const bool early = stores_groups_early(p_.s, j.on, p_.tg * j.cn, g_.es, xslot_);
     auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
     const std::size_t groups = this->groups(), pieces = std::max<std::size_t>(1, groups - 1);
-    Tile t = tile(j.tiles.begin);
+    const std::vector<Tile> tiles = job_tiles(j);
+    Tile t = tiles[0];
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
     load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
     load_dy(j, t, 0, 1);
-    if (j.tiles.size > 1) zero_padding(j, 1);  // while tile 0 loads
+    if (tiles.size() > 1) zero_padding(j, 1);  // while tile 0 loads
     sync_io();
     copy_group(j, t, xs_[0], 0, xt_[0]);
     sync_io();
     std::size_t step = 0;
-    for (std::size_t i = 0; i < j.tiles.size; ++i) {
-      const bool more = i + 1 < j.tiles.size;
-      const Tile nt = more ? tile(j.tiles.begin + i + 1) : Tile{};
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      const bool more = i + 1 < tiles.size();
+      const Tile nt = more ? tiles[i + 1] : Tile{};
       const Addr xs = xs_[i % 2], xs_next = xs_[(i + 1) % 2];
       const std::size_t px = t.pixels(c_);
       // dYt[on, P] = I x dY^T; dY's WRAM slot is free afterwards.
@@ -439,7 +456,7 @@ class WeightGradRun {
 
 std::string WeightGradPlan::str() const {
   return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " tg=" + std::to_string(tg) +
-         " s=" + std::to_string(s) + (shared ? " shared" : "") +
+         " s=" + std::to_string(s) + (shared ? " shared" : "") + (half_first ? " half_first" : "") +
          " rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " jobs=" + std::to_string(jobs) +
          " rounds=" + std::to_string(rounds) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
@@ -509,14 +526,12 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
         const std::size_t p = ni * rh * c.ow;
         // A tile's matmuls: one per tap group, N = the group's taps x cb.
         const double mm_group = static_cast<double>(d.matmul_cycles(ocb, p, tg * cb));
-        const double mm_last = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
-        const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
         // A group's window copies: per tap runs of OW x cb a row (stride 1, one tap a group), else
         // of cb a pixel (whole DMA bursts each), one copy per image; the group's copies run at
         // once, sharing the core's Move-DMA rate.
         const bool per_pixel = tg > 1 || c.stride_w != 1;
         const double copy_lat = d.move_latency_cycles * static_cast<double>(per_pixel ? ni : 1);
-        const double copy_tap = static_cast<double>(p * (per_pixel ? d.whole_bursts(cb * g.es) : cb * g.es)) / d.move_dma_bpc;
+        const double copy_px = static_cast<double>(per_pixel ? d.whole_bursts(cb * g.es) : cb * g.es) / d.move_dma_bpc;
         const double x_tile = static_cast<double>(ni * g.in_h(c, rh) * g.count * cb) * es;
         // Reading x from DRAM moves whole DMA bursts: a run of cb channels a pixel (cb < C) costs
         // its bytes rounded up to bursts (one run a row when cb == C).
@@ -564,28 +579,47 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                 d.io_latency_cycles + std::max({x_dram / d.memcore_dma_bpc,
                                                 x_dram / x_readers * static_cast<double>(clusters) / d.dram_bpc,
                                                 x_dram * static_cast<double>(clusters) / d.noc_bpc});
-            const double load_piece = shared ? io(dy_tile / pf, dy_tile / dy_readers / pf)
-                                             : io((x_dram + dy_tile) / pf, (x_dram / x_readers + dy_tile / dy_readers) / pf);
-            // The first tile, before any matmul (shared: the cores wait for the memory core's
-            // staging, then copy it while their dY loads).
-            const double load = shared ? stage + std::max(io(dy_tile, dy_tile / dy_readers), sram_copy * pf)
-                                       : io(x_dram + dy_tile, x_dram / x_readers + dy_tile / dy_readers);
-            // A tile: the transpose, then per group the longest of its matmul, the next group's
-            // window copies (at the last group: the next tile's first; with one group they wait for
-            // the loads) and its piece of the next tile's loads; the memory core's staging of the
-            // next tile (shared) bounds the whole.
-            double tile = tr;
-            for (std::size_t gi = 0; gi < groups; ++gi) {
-              const std::size_t next = gi + 1 < groups ? (gi + 2 < groups ? tg : last) : tg;
-              const double mm = gi + 1 < groups ? mm_group : mm_last;
-              const bool loads = gi < pieces;
-              const double copies = copy_lat + static_cast<double>(next) * copy_tap;
-              const double move = copies + (shared && loads ? sram_copy : 0.0);
-              const double io_step = loads ? load_piece : 0.0;
-              tile += groups == 1 ? std::max(mm, std::max(io_step, shared ? sram_copy : 0.0) + copies)
-                                  : std::max({mm, move, io_step});
-            }
-            if (shared) tile = std::max(tile, tr + stage);
+            // Loads of a tile of f x p pixels (f = 1, or 1/2 for the halves of a first tile cut in
+            // two), in `pieces` pieces.
+            auto load_piece = [&](double f) {
+              return shared ? io(f * dy_tile / pf, f * dy_tile / dy_readers / pf)
+                            : io(f * (x_dram + dy_tile) / pf, f * (x_dram / x_readers + dy_tile / dy_readers) / pf);
+            };
+            // The first tile (f of a tile), before any matmul (shared: the cores wait for the
+            // memory core's staging, then copy it while their dY loads).
+            auto first_load = [&](double f) {
+              return shared ? f * stage + std::max(io(f * dy_tile, f * dy_tile / dy_readers), f * sram_copy * pf)
+                            : io(f * (x_dram + dy_tile), f * (x_dram / x_readers + dy_tile / dy_readers));
+            };
+            // A tile of f x p pixels whose steps carry the loads of a next tile of fn x p: the
+            // transpose, then per group the longest of its matmul, the next group's window copies
+            // (at the last group: the next tile's first; with one group they wait for the loads)
+            // and its piece of the next tile's loads; the memory core's staging of the next tile
+            // (shared) bounds the whole.
+            auto tile_cycles = [&](double f, double fn) {
+              const std::size_t pt = std::max<std::size_t>(1, static_cast<std::size_t>(f * static_cast<double>(p)));
+              const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, pt));
+              const double mm_g = static_cast<double>(d.matmul_cycles(ocb, pt, tg * cb));
+              const double mm_l = static_cast<double>(d.matmul_cycles(ocb, pt, last * cb));
+              const double sram_piece = fn * sram_copy;
+              double t = tr;
+              for (std::size_t gi = 0; gi < groups; ++gi) {
+                const std::size_t next = gi + 1 < groups ? (gi + 2 < groups ? tg : last) : tg;
+                const double mm = gi + 1 < groups ? mm_g : mm_l;
+                const bool loads = gi < pieces;
+                const double copies = copy_lat + static_cast<double>(next) * copy_px * static_cast<double>(pt);
+                const double move = copies + (shared && loads ? sram_piece : 0.0);
+                const double io_step = loads ? load_piece(fn) : 0.0;
+                t += groups == 1 ? std::max(mm, std::max(io_step, shared ? sram_piece : 0.0) + copies)
+                                 : std::max({mm, move, io_step});
+              }
+              return shared ? std::max(t, tr + fn * stage) : t;
+            };
+            const double tile = tile_cycles(1, 1);
+            // The part's tiles: whole, or the first cut in halves (WeightGradPlan::half_first).
+            const double n_tiles = static_cast<double>(ceil_div(tiles, s));
+            const double whole_first = first_load(1) + n_tiles * tile;
+            const double half_first = first_load(0.5) + tile_cycles(0.5, 0.5) + tile_cycles(0.5, 1) + (n_tiles - 1) * tile;
             const double reads = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes;
             const double dram_bytes =
                 (l2_shares ? x_bytes * halo + dy_bytes : reads) + dw_bytes;
@@ -601,12 +635,15 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                 stores_groups_early(s, ocb, tg * cb, g.es, b.xslot)
                     ? group_store + static_cast<double>(groups - 1) * std::max(0.0, group_store - mm_group)
                     : store / static_cast<double>(s);
-            const double round = load + static_cast<double>(ceil_div(tiles, s)) * tile + red + stores;
+            // The tiling is chosen on whole first tiles; halving them is then decided for it alone.
+            const bool halves = (ni > 1 || rh > 1) && half_first < whole_first;
+            const double round = whole_first + red + stores;
             const double est =
                 std::max({static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc, reads / d.noc_bpc});
             if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
                 (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
               best.ocb = ocb, best.cb = cb, best.tg = tg, best.s = s, best.rh = rh, best.ni = ni, best.shared = shared != 0;
+              best.half_first = halves;  // (est stays the whole-first one: the comparison's basis)
               best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
               best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
             }

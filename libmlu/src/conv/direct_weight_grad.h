@@ -25,6 +25,8 @@
 //     (cb = 64 on 46 columns: 70% of two folds; two taps, N = 128: 93% of three).
 // The next group's window copies and the next tile's loads (x and dY, spread over the tile's
 // groups, one piece per group) run while the TFU computes; the core syncs once per group. With
+// `half_first` a job's first tile runs as two (its images halved, else its rows), so only half a
+// tile loads before the first matmul, every core loading at once. With
 // `shared` input tiles the memory core stages tile t + 1 in SRAM (double-buffered; one cluster
 // barrier per tile, passed at the first group of tile t) and the cores copy it into NRAM from
 // there. With s == 1 a group's sums are final once the last tile's matmul of that group is done:
@@ -47,7 +49,7 @@
 //     stage; with all jobs in one round on a chip with an L2 model, the blocks reading the same
 //     tile at the same time (x: those of the same input channels; dY: of the same output
 //     channels) read it from DRAM once;
-//   round  = tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
+//   round  = first load + tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
 //     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + stores, where store = the
 //     block's dW bytes at the IO-DMA rate or the core's share of DRAM (every core stores at once)
 //     and stores = store / s, or (s == 1, groups stored early) store_g + (groups - 1) x max(0,
@@ -58,6 +60,11 @@
 //     rounds x round, DRAM bytes / DRAM rate and GDRAM reads / NoC rate. Shared: `load` is the
 //     longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the cluster)
 //     and the memory core's staging (its DMA rate, its cluster's share of DRAM or of the NoC).
+//   half_first is decided for the chosen tiling alone (the tilings are compared with whole first
+//     tiles; comparing them with halves picked tilings that ran slower, ResNet-50 l3_3x3s2_256:
+//     37.4 us against 36.0): on when first load(1/2) + tile(1/2, next 1/2) + tile(1/2, next 1)
+//     beats first load(1) + tile(1, next 1), tile(f, next fn) = the tile formula above for f x P
+//     pixels carrying the loads of a next tile of fn x P (first load and loads scaled alike).
 #pragma once
 
 #include <cstddef>
@@ -95,6 +102,9 @@ struct WeightGradPlan {
   // memory core stages each tile in SRAM once and the cores copy it from there (input read from
   // DRAM nob / cores times instead of nob times).
   bool shared = false;
+  // Each job's first tile runs as two halves (its images, else its rows), so the loads before the
+  // first matmul are half a tile's and the second half's load overlaps the first half's matmuls.
+  bool half_first = false;
   std::size_t nob = 0, ncb = 0, tb = 0, tiles = 0, jobs = 0, rounds = 0, clusters = 0;  // derived
   double est_cycles = 0, est_dram_bytes = 0;
   std::string str() const;

@@ -725,7 +725,8 @@ TEST_F(ConvTest, DirectBackwardWeight) {
 // first row (7 pixels wide) into the left padding column of the second, which no load writes.
 // Taps one per matmul, or grouped side by side (tg = 2: four pairs and a single tap, a store of
 // two taps' runs per output channel; tg = 9: one matmul of all nine, the next tile's whole input
-// loaded during it).
+// loaded during it). Each also with the jobs' first tiles cut in halves (half_first: 3 rows as 1 +
+// 2, a whole image's 6 rows as 3 + 3, a tile of two images as one image each).
 TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   const Case k{2, 36, 6, 5, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(k, DType::kFloat32));
@@ -736,14 +737,18 @@ TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   for (const std::size_t tg : {std::size_t{1}, std::size_t{2}, std::size_t{9}}) {
     plan.tg = tg;
     const std::string g = "tg " + std::to_string(tg) + ", ";
-    for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
-      plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
-      forced_weight_grad<float>(k, plan, 1e-4, g + "fp32 rh " + std::to_string(rows));
-      forced_weight_grad<half>(k, plan, 5e-3, g + "fp16 rh " + std::to_string(rows));
+    for (const bool halves : {false, true}) {
+      plan.half_first = halves;
+      const std::string gh = g + (halves ? "half first, " : "");
+      for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
+        plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
+        forced_weight_grad<float>(k, plan, 1e-4, gh + "fp32 rh " + std::to_string(rows));
+        forced_weight_grad<half>(k, plan, 5e-3, gh + "fp16 rh " + std::to_string(rows));
+      }
+      plan.rh = 6, plan.ni = 2, plan.tb = 1, plan.tiles = 1;  // one tile: both images
+      forced_weight_grad<float>(k, plan, 1e-4, gh + "fp32 one tile");
+      forced_weight_grad<half>(k, plan, 5e-3, gh + "fp16 one tile");
     }
-    plan.rh = 6, plan.ni = 2, plan.tb = 1, plan.tiles = 1;  // one tile: both images
-    forced_weight_grad<float>(k, plan, 1e-4, g + "fp32 one tile");
-    forced_weight_grad<half>(k, plan, 5e-3, g + "fp16 one tile");
   }
 }
 
@@ -751,7 +756,8 @@ TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
 // formula (output-stationary, fold overlap off; tiny's fp32 array is 4 x 4): per tile of P output
 // pixels, the transpose of dY (M = K = ocb, N = P) and per group of g taps (tg, the last group the
 // taps left) M = ocb, K = P, N = g x cb: ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1. As
-// planned, and with the taps forced into groups of 2 and 4.
+// planned, and with the taps forced into groups of 2 and 4; each with and without the jobs' first
+// tiles cut in halves (half_first: two tiles of half the pixels, by images, else rows).
 TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
   const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::WeightGradConv d = weight_grad_of(k, DType::kFloat32);
@@ -761,25 +767,35 @@ TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
   auto f = [&](std::uint64_t m, std::uint64_t kk, std::uint64_t n) {
     return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
   };
-  for (const std::size_t tg : {planned.tg, std::size_t{2}, std::size_t{4}}) {
+  for (const std::size_t tg : {planned.tg, std::size_t{2}, std::size_t{4}})
+  for (const bool halves : {false, true}) {
     conv::WeightGradPlan plan = planned;
-    plan.tg = tg;
+    plan.tg = tg, plan.half_first = halves;
     std::uint64_t want = 0, intrinsics = 0;
     for (std::size_t job = 0; job < plan.jobs; ++job) {
       const std::size_t b = job / plan.s, part = job % plan.s;
       const std::size_t ob = plan.shared ? b % plan.nob : b / plan.ncb, cbi = plan.shared ? b / plan.nob : b % plan.ncb;
       const std::size_t on = std::min(plan.ocb, d.oc - ob * plan.ocb), cn = std::min(plan.cb, d.c - cbi * plan.cb);
       const gemm::Span tiles = gemm::split_units(plan.tiles, plan.s, 1, part);
+      std::vector<std::uint64_t> pixels;  // the job's tiles
       for (std::size_t t = tiles.begin; t < tiles.begin + tiles.size; ++t) {
         const std::size_t n0 = (t / plan.tb) * plan.ni, ni = std::min(plan.ni, d.n - n0);
         const std::size_t oy0 = (t % plan.tb) * plan.rh, rows = std::min(plan.rh, d.oh - oy0);
-        const std::uint64_t px = ni * rows * d.ow;
+        if (halves && t == tiles.begin && (ni > 1 || rows > 1)) {
+          const std::size_t ni_a = ni > 1 ? ni / 2 : 1, rows_a = ni > 1 ? rows : rows / 2;
+          pixels.push_back(ni_a * rows_a * d.ow);
+          pixels.push_back((ni > 1 ? (ni - ni_a) * rows : rows - rows_a) * d.ow);
+        } else {
+          pixels.push_back(ni * rows * d.ow);
+        }
+      }
+      for (const std::uint64_t px : pixels) {
         want += f(on, on, px), ++intrinsics;
         for (std::uint64_t t0 = 0; t0 < taps; t0 += tg) want += f(on, px, std::min<std::uint64_t>(tg, taps - t0) * cn), ++intrinsics;
       }
     }
     ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
-    forced_weight_grad<float>(k, plan, 1e-4, "tg " + std::to_string(tg));
+    forced_weight_grad<float>(k, plan, 1e-4, "tg " + std::to_string(tg) + (halves ? " half first" : ""));
     mlusimDeviceStats_t st{};
     ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
     EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
