@@ -31,7 +31,9 @@
 // SRAM protocol (barriers counted the same on every participant): per job the memory core stages
 // group g, then passes a barrier; a core passes barrier g just before issuing its first copy out
 // of group g (group 0 before its first intrinsic), so a group is in SRAM before any core copies
-// it; a last barrier at the end of each job frees the SRAM for the next. A core's first two tiles
+// it; a last barrier at the end of each job frees the SRAM for the next. With `split0` group 0 is
+// staged in two halves of its output channels, a barrier after each: the cores copy the first
+// half into WRAM while the second stages. A core's first two tiles
 // run unit by unit (tile 0 and 1 on unit 0, then on unit 1, ...), so the wait for group g + 1 and
 // its WRAM copy overlap an intrinsic instead of preceding the next one.
 //
@@ -42,7 +44,10 @@
 // chunks reading the same tile when the L2 serves them (below), or its share of the NoC/L2 stage)
 // and its WRAM copy when
 // not resident; plus the first unit's staging and copy (every cluster staging at once) and the
-// last tile's store. GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
+// last tile's store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
+// stage + copy, decided for the chosen tiling alone (tilings compared on whole groups), and only
+// for a compute-bound plan whose cores have two tiles or one staging group (else the first
+// intrinsic waits for group 1's staging anyway). GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
 // of cc < C channels a pixel in whole DMA bursts, here and in the tile's DMA) x (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
 // on a chip with an L2 model (l2.cache) and all jobs in one round the input counts once: the
 // chunks' jobs over the same pixels run at the same time on different clusters and the L2 serves
@@ -71,6 +76,10 @@ struct DirectPlan {
   std::size_t cc = 0;   // input channels per intrinsic (divides C)
   std::size_t gp = 1;   // jobs (pixel-tile ranges) per output-channel chunk
   std::size_t gq = 1;   // Cin chunks per weight-staging copy (divides qc)
+  // Group 0 staged, and copied to WRAM, in two halves of its output channels (a barrier after
+  // each; not with pieces), the cores copying the first half while the memory core stages the
+  // second.
+  bool split0 = false;
   std::size_t q = 0, qc = 0, tb = 0, jobs = 0, clusters = 0;  // derived: chunks, Cin chunks, bands, jobs, clusters used
   double est_cycles = 0, est_dram_bytes = 0;
   std::string str() const;

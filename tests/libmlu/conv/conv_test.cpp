@@ -345,7 +345,9 @@ TEST_F(ConvTest, DirectForwardStackedImages) {
 // prefers: the result must not change. The same with depth-major weights (w_k_major, as a
 // backward-data pass reads them): a copy laid out [C][tap][OC] with its taps mirrored, read
 // through negative tap strides from its last tap, with the forced pieces and with the
-// planner's own plan.
+// planner's own plan. Also forced: two Cin chunks with group 0 staged and copied in two halves of
+// its output channels (split0: 5 + 6 channels), staged one chunk a group or both at once (gq 2),
+// in both weight layouts.
 TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
   const Case k{2, 8, 7, 6, 11, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::DirectConv d0 = direct_of(k, DType::kFloat32);
@@ -382,13 +384,21 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
     got.data = from_device<float>(py, y.data.size());
     expect_close(got, want, 1e-4, "y");
   };
+  conv::DirectPlan halves = pieces;
+  halves.ps = 11, halves.cc = 4, halves.qc = 2, halves.split0 = true;
   conv::DirectConv d = d0;
   d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
   run(d, pieces, "pieces");
+  for (const std::size_t gq : {std::size_t{1}, std::size_t{2}}) {
+    halves.gq = gq;
+    run(d, halves, "split0_gq" + std::to_string(gq));
+  }
   d.w_k_major = true;
   d.ws_o = 1, d.ws_c = taps * k.oc, d.ws_kh = -k.kw * k.oc, d.ws_kw = -k.oc;
   d.w_base = reinterpret_cast<std::uintptr_t>(to_device(wk)) + static_cast<std::uint64_t>((taps - 1) * k.oc * 4);
   run(d, pieces, "k_major_pieces");
+  halves.gq = 1;  // depth-major weights stage one chunk a group
+  run(d, halves, "k_major_split0");
   const conv::DirectPlan own = conv::plan_direct(h(), d);
   ASSERT_GT(own.rh, 0u);
   run(d, own, "k_major");
