@@ -476,21 +476,42 @@ class DirectRun {
         const std::size_t n_out = pw ? piece_n(j, st.chunk) : j.nco, c_out = j.co0 + (pw ? st.chunk * p_.ps : 0);
         const Addr acc = acc_[st.tile % 2].offset(
             pw ? i64(st.chunk * g_.tile_out_rows(c_, p_.rh, p_.ni) * c_.ow * p_.ps * es_acc) : 0);
-        prm.in_h = g_.tile_in_rows(c_, t.rows, t.ni), prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = n_out;
+        prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = n_out;
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
         prm.weights_k_major = c_.w_k_major;
-        conv2d(c_.dtype, acc_t, acc, x_[xslot(s)], wslot(st.chunk, s), prm, !pw && st.chunk > 0);
-        sync_io();
-        if (!pw && st.chunk + 1 < p_.qc) continue;
-        const std::int64_t pitch = i64(g_.image_pitch(c_) * c_.ow * n_out * es_acc);
-        for (std::size_t i = 0; i < t.ni; ++i) {
-          const Tile ti = t.image(i);
-          const Addr a = acc.offset(i64(i) * pitch);
-          if (direct_)
-            store(a, ti, c_out, n_out);
-          else
-            finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out, i * g_.image_pitch(c_));
+        // The core's last intrinsic runs in two parts (the tile's images, else its rows, halved),
+        // so that the first part's epilogue and store overlap the second part's intrinsic: only
+        // half of the last tile's output is stored after the compute, every core storing at once.
+        const std::size_t pitch_rows = g_.image_pitch(c_);
+        const std::size_t parts = s + 1 == steps.size() && !pw && (t.ni > 1 || t.rows > 1) ? 2 : 1;
+        for (std::size_t part = 0; part < parts; ++part) {
+          Tile sub = t;                  // the part's images and rows
+          std::size_t in0 = 0, out0 = 0;  // its first input row in the slot, first output row in acc
+          if (parts == 2 && t.ni > 1) {
+            const std::size_t a = t.ni / 2;
+            sub.n = part ? t.n + a : t.n, sub.ni = part ? t.ni - a : a;
+            in0 = out0 = part ? a * pitch_rows : 0;
+          } else if (parts == 2) {
+            const std::size_t a = t.rows / 2;
+            sub.oy0 = part ? t.oy0 + a : t.oy0, sub.rows = part ? t.rows - a : a;
+            out0 = part ? a : 0, in0 = out0 * c_.stride_h;
+          }
+          prm.in_h = g_.tile_in_rows(c_, sub.rows, sub.ni);
+          const Addr out = acc.offset(i64(out0 * c_.ow * n_out * es_acc));
+          conv2d(c_.dtype, acc_t, out, x_[xslot(s)].offset(i64(in0 * g_.wp * p_.cc * g_.es)), wslot(st.chunk, s), prm,
+                 !pw && st.chunk > 0);
+          sync_io();
+          if (!pw && st.chunk + 1 < p_.qc) continue;
+          const std::int64_t pitch = i64(pitch_rows * c_.ow * n_out * es_acc);
+          for (std::size_t i = 0; i < sub.ni; ++i) {
+            const Tile ti = sub.image(i);
+            const Addr a = out.offset(i64(i) * pitch);
+            if (direct_)
+              store(a, ti, c_out, n_out);
+            else
+              finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out, out0 + i * pitch_rows);
+          }
         }
       }
       for (; staged < groups(j); ++staged) sync_cluster();

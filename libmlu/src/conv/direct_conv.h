@@ -27,6 +27,8 @@
 // on the VFU, the left/right padding columns are zeroed once per slot. A tile's finished block is
 // stored asynchronously, straight from the intrinsic's output when nothing is added (fp32, or one
 // Cin chunk), else through the GEMM epilogue (gemm/epilogue.h: column bias, activation, rounding).
+// A core's last intrinsic runs in two parts, its tile's images (else rows) halved, so that the
+// first part's epilogue and store overlap the second part's intrinsic.
 //
 // SRAM protocol (barriers counted the same on every participant): per job the memory core stages
 // group g, then passes a barrier; a core passes barrier g just before issuing its first copy out

@@ -495,35 +495,76 @@ TEST_F(ConvTest, DirectConvolutionsShareOneLaunch) {
 
 // TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
 // tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
-// ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels.
+// ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels;
+// each core's last intrinsic in two parts of half its tile (M of each part).
 TEST_F(ConvTest, DirectForwardTfuCycles) {
   const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::DirectConv d = direct_of(k, DType::kFloat32);
-  const conv::DirectPlan plan = conv::plan_direct(h(), d);
-  ASSERT_GT(plan.rh, 0u);
-  const std::uint64_t r = 4, c = 4;  // tiny: fp32 array 4 x 4
-  std::uint64_t want = 0, intrinsics = 0;
-  for (std::size_t co0 = 0; co0 < d.oc; co0 += plan.nco)
-    for (std::size_t n = 0; n < d.n; n += plan.ni)
-      for (std::size_t y0 = 0; y0 < d.oh; y0 += plan.rh) {
-        // A tile of several whole images stacks their padded rows (oh + kh - 1 each, stride 1).
-        const std::size_t images = std::min(plan.ni, d.n - n);
-        const std::uint64_t rows = images == 1 ? std::min(plan.rh, d.oh - y0) : images * (d.oh + d.kh - 1) - (d.kh - 1);
-        const std::uint64_t m = rows * d.ow, nn = std::min(plan.nco, d.oc - co0);
-        const std::uint64_t kk = d.kh * d.kw * plan.cc;
-        // One intrinsic per Cin chunk, or (one chunk) per piece of ps output channels.
-        for (std::uint64_t p0 = 0; p0 < nn; p0 += plan.qc == 1 ? plan.ps : nn) {
-          const std::uint64_t np = plan.qc == 1 ? std::min<std::uint64_t>(plan.ps, nn - p0) : nn;
-          want += plan.qc * (((m + r - 1) / r) * ((np + c - 1) / c) * (kk + r + c - 2) - 1);
-          intrinsics += plan.qc;
+  const conv::DirectPlan planned = conv::plan_direct(h(), d);
+  ASSERT_GT(planned.rh, 0u);
+  const std::uint64_t r = 4, c = 4;  // tiny: fp32 array 4 x 4, 4 compute cores a cluster
+  const std::size_t cores = 4;
+  auto f = [&](std::uint64_t m, std::uint64_t kk, std::uint64_t n) {
+    return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
+  };
+  // A tile of several whole images stacks their padded rows (oh + kh - 1 each, stride 1).
+  auto out_rows = [&](std::size_t images, std::size_t rows) -> std::uint64_t {
+    return images == 1 ? rows : images * (d.oh + d.kh - 1) - (d.kh - 1);
+  };
+  // As planned, and forced to two Cin chunks of 8 (no pieces): each core's last intrinsic then
+  // runs in two parts, its tile's images (else rows) halved.
+  conv::DirectPlan chunks = planned;
+  chunks.cc = 8, chunks.qc = 2, chunks.ps = chunks.nco;
+  for (const conv::DirectPlan& plan : {planned, chunks}) {
+    std::uint64_t want = 0, intrinsics = 0;
+    const std::size_t tiles = (d.n + plan.ni - 1) / plan.ni * plan.tb;
+    const std::uint64_t kk = d.kh * d.kw * plan.cc;
+    for (std::size_t job = 0; job < plan.jobs; ++job) {
+      const std::size_t co0 = (job / plan.gp) * plan.nco, nn = std::min(plan.nco, d.oc - co0);
+      const bool pieces = plan.qc == 1 && plan.ps < nn;
+      const gemm::Span jt = gemm::split_units(tiles, plan.gp, 1, job % plan.gp);
+      for (std::size_t core = 0; core < cores; ++core) {
+        const gemm::Span mine = gemm::split_units(jt.size, cores, 1, core);
+        for (std::size_t i = 0; i < mine.size; ++i) {
+          const std::size_t t = jt.begin + mine.begin + i;
+          const std::size_t n = (t / plan.tb) * plan.ni, images = std::min(plan.ni, d.n - n);
+          const std::size_t y0 = (t % plan.tb) * plan.rh, rows = std::min(plan.rh, d.oh - y0);
+          const std::uint64_t m = out_rows(images, rows) * d.ow;
+          // One intrinsic per Cin chunk, or (one chunk) per piece of ps output channels.
+          for (std::uint64_t p0 = 0; p0 < nn; p0 += pieces ? plan.ps : nn) {
+            const std::uint64_t np = pieces ? std::min<std::uint64_t>(plan.ps, nn - p0) : nn;
+            want += plan.qc * f(m, kk, np), intrinsics += plan.qc;
+          }
+          if (i + 1 < mine.size || pieces || (images == 1 && rows == 1)) continue;
+          const std::uint64_t ma = images > 1 ? out_rows(images / 2, rows) * d.ow : rows / 2 * d.ow;
+          const std::uint64_t mb = images > 1 ? out_rows(images - images / 2, rows) * d.ow : (rows - rows / 2) * d.ow;
+          want += f(ma, kk, nn) + f(mb, kk, nn) - f(m, kk, nn), ++intrinsics;
         }
       }
-  ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
-  forward<float>(k, Format::kChannelsLast, Format::kChannelsLast, Format::kChannelsLast, false, 1e-4);
-  mlusimDeviceStats_t st{};
-  ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
-  EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
-  EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
+    }
+    ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+    conv::DirectConv dd = d;
+    auto x = make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 31);
+    auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 32);
+    auto y = make<float>(k.n, k.oc, d.oh, d.ow, Format::kChannelsLast, 33);
+    std::vector<double> ref(y.data.size(), 0.0);
+    for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+      ref[flat(y.d, n, o, oy, ox)] += w.get(o, ci, i, j) * x.get(n, ci, iy, ix);
+    });
+    dd.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
+    dd.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
+    void* py = to_device(y.data);
+    direct_output_to(&dd, y, py);
+    std::uint32_t kernels = 0;
+    ASSERT_EQ(conv::launch_direct(h(), "direct_cycles", dd, plan, &kernels), Status::kSuccess) << last_error_detail();
+    ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess) << last_error_detail();
+    y.data = from_device<float>(py, y.data.size());
+    expect_close(y, ref, 1e-4, "y");
+    mlusimDeviceStats_t st{};
+    ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+    EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
+    EXPECT_EQ(st.engine_cycles[2], want) << plan.str();
+  }
 }
 
 TEST_F(ConvTest, ForwardDepthwise) {
