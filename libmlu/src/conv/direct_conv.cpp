@@ -480,11 +480,11 @@ class DirectRun {
         prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
         prm.weights_k_major = c_.w_k_major;
-        // The core's last intrinsic runs in two parts (the tile's images, else its rows, halved),
-        // so that the first part's epilogue and store overlap the second part's intrinsic: only
-        // half of the last tile's output is stored after the compute, every core storing at once.
+        // split_last: the core's last intrinsic runs in two parts (the tile's images, else its rows,
+        // halved), so that the first part's epilogue and store overlap the second part's
+        // intrinsic: only half of the last tile's output is stored after the compute.
         const std::size_t pitch_rows = g_.image_pitch(c_);
-        const std::size_t parts = s + 1 == steps.size() && !pw && (t.ni > 1 || t.rows > 1) ? 2 : 1;
+        const std::size_t parts = p_.split_last && s + 1 == steps.size() && !pw && (t.ni > 1 || t.rows > 1) ? 2 : 1;
         for (std::size_t part = 0; part < parts; ++part) {
           Tile sub = t;                  // the part's images and rows
           std::size_t in0 = 0, out0 = 0;  // its first input row in the slot, first output row in acc
@@ -559,7 +559,7 @@ std::string DirectPlan::str() const {
   return "direct rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " nco=" + std::to_string(nco) +
          " ps=" + std::to_string(ps) +
          " cc=" + std::to_string(cc) + " gp=" + std::to_string(gp) + " gq=" + std::to_string(gq) +
-         (split0 ? " split0" : "") +
+         (split0 ? " split0" : "") + (split_last ? " split_last" : "") +
          " jobs=" + std::to_string(jobs) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
          " est_dram_bytes=" + std::to_string(static_cast<std::uint64_t>(est_dram_bytes));
@@ -745,6 +745,17 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             return static_cast<double>(qc) * step + epilogue(rows);
           };
           const double full_alone = tile_cycles(rh, 1), full_shared = tile_cycles(rh, static_cast<double>(q));
+          // The last intrinsic in two parts (split_last): the first part's epilogue and store,
+          // half the tile's, hide behind the second part's intrinsic, for one more intrinsic's
+          // fill and drain. Decided on that difference alone.
+          bool split_last = false;
+          if (!pw && (ni > 1 || rh > 1)) {
+            auto conv_m = [&](std::size_t m) { return static_cast<double>(d.conv_cycles(m, g.taps, cc, nco)); };
+            const std::size_t ma = ni > 1 ? g.tile_out_rows(c, rh, ni / 2) : rh / 2;
+            const std::size_t mb = ni > 1 ? g.tile_out_rows(c, rh, ni - ni / 2) : rh - rh / 2;
+            const double extra = conv_m(ma * c.ow) + conv_m(mb * c.ow) - conv_m(g.tile_out_rows(c, rh, ni) * c.ow);
+            split_last = std::min((epilogue(rh) + store(rh)) / 2, conv_m(mb * c.ow)) > extra;
+          }
           for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
             const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
             // All jobs in one round on an L2 chip: the q chunks' jobs over the same pixels read the
@@ -790,6 +801,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
               // one tile with several staging groups, whose first intrinsic waits for group 1 to be
               // staged (its second step is on chunk 1).
               best.split0 = halves && compute >= est && (per_core >= 2 || qc / gq == 1);
+              best.split_last = split_last;
               best.est_cycles = est, best.est_dram_bytes = dram_bytes;
             }
           }

@@ -27,8 +27,8 @@
 // on the VFU, the left/right padding columns are zeroed once per slot. A tile's finished block is
 // stored asynchronously, straight from the intrinsic's output when nothing is added (fp32, or one
 // Cin chunk), else through the GEMM epilogue (gemm/epilogue.h: column bias, activation, rounding).
-// A core's last intrinsic runs in two parts, its tile's images (else rows) halved, so that the
-// first part's epilogue and store overlap the second part's intrinsic.
+// With `split_last` a core's last intrinsic runs in two parts, its tile's images (else rows)
+// halved, so that the first part's epilogue and store overlap the second part's intrinsic.
 //
 // SRAM protocol (barriers counted the same on every participant): per job the memory core stages
 // group g, then passes a barrier; a core passes barrier g just before issuing its first copy out
@@ -49,7 +49,9 @@
 // last tile's store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
 // stage + copy, decided for the chosen tiling alone (tilings compared on whole groups), and only
 // for a compute-bound plan whose cores have two tiles or one staging group (else the first
-// intrinsic waits for group 1's staging anyway). GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
+// intrinsic waits for group 1's staging anyway); split_last when min(half the last tile's
+// epilogue and store, the second part's intrinsic) beats the extra intrinsic's cycles (the two
+// parts' minus the whole's: one more fill and drain, and their M folds). GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
 // of cc < C channels a pixel in whole DMA bursts, here and in the tile's DMA) x (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
 // on a chip with an L2 model (l2.cache) and all jobs in one round the input counts once: the
 // chunks' jobs over the same pixels run at the same time on different clusters and the L2 serves
@@ -82,6 +84,9 @@ struct DirectPlan {
   // each; not with pieces), the cores copying the first half while the memory core stages the
   // second.
   bool split0 = false;
+  // A core's last intrinsic runs in two parts (its tile's images, else rows, halved; not with
+  // pieces), the first part's epilogue and store overlapping the second part's intrinsic.
+  bool split_last = false;
   std::size_t q = 0, qc = 0, tb = 0, jobs = 0, clusters = 0;  // derived: chunks, Cin chunks, bands, jobs, clusters used
   double est_cycles = 0, est_dram_bytes = 0;
   std::string str() const;

@@ -496,7 +496,7 @@ TEST_F(ConvTest, DirectConvolutionsShareOneLaunch) {
 // TFU time of the direct kernel = the sum over its intrinsics of the SCALE-Sim formula of
 // tfu_timing.h (output-stationary, fold overlap off on this preset): per intrinsic
 // ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1, M = rows x OW, K = KH x KW x cc, N = chunk's channels;
-// each core's last intrinsic in two parts of half its tile (M of each part).
+// with split_last each core's last intrinsic in two parts of half its tile (M of each part).
 TEST_F(ConvTest, DirectForwardTfuCycles) {
   const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::DirectConv d = direct_of(k, DType::kFloat32);
@@ -514,7 +514,7 @@ TEST_F(ConvTest, DirectForwardTfuCycles) {
   // As planned, and forced to two Cin chunks of 8 (no pieces): each core's last intrinsic then
   // runs in two parts, its tile's images (else rows) halved.
   conv::DirectPlan chunks = planned;
-  chunks.cc = 8, chunks.qc = 2, chunks.ps = chunks.nco;
+  chunks.cc = 8, chunks.qc = 2, chunks.ps = chunks.nco, chunks.split_last = true;
   for (const conv::DirectPlan& plan : {planned, chunks}) {
     std::uint64_t want = 0, intrinsics = 0;
     const std::size_t tiles = (d.n + plan.ni - 1) / plan.ni * plan.tb;
@@ -535,7 +535,7 @@ TEST_F(ConvTest, DirectForwardTfuCycles) {
             const std::uint64_t np = pieces ? std::min<std::uint64_t>(plan.ps, nn - p0) : nn;
             want += plan.qc * f(m, kk, np), intrinsics += plan.qc;
           }
-          if (i + 1 < mine.size || pieces || (images == 1 && rows == 1)) continue;
+          if (!plan.split_last || i + 1 < mine.size || pieces || (images == 1 && rows == 1)) continue;
           const std::uint64_t ma = images > 1 ? out_rows(images / 2, rows) * d.ow : rows / 2 * d.ow;
           const std::uint64_t mb = images > 1 ? out_rows(images - images / 2, rows) * d.ow : (rows - rows / 2) * d.ow;
           want += f(ma, kk, nn) + f(mb, kk, nn) - f(m, kk, nn), ++intrinsics;
