@@ -42,14 +42,18 @@ struct Geometry {
 
 // On-chip bytes of one compute core's buffers for a plan.
 struct CoreBuffers {
-  std::size_t acc = 0, dyt = 0, xslot = 0, ident = 0;  // NRAM (xslot twice)
-  std::size_t dyw = 0, xt = 0;                         // WRAM (xt twice)
-  std::size_t nram() const { return acc + dyt + 2 * xslot + ident; }
-  std::size_t wram() const { return dyw + 2 * xt; }
+  std::size_t acc = 0, dyt = 0, xslot = 0, ident = 0, sbuf = 0;  // NRAM (xslot twice; resident: dyt twice)
+  std::size_t dyw = 0, xt = 0;                                   // WRAM (xt twice; resident: dyw twice)
+  bool resident = false;
+  std::size_t nram() const { return acc + (resident ? 2 : 1) * dyt + 2 * xslot + ident + sbuf; }
+  std::size_t wram() const { return (resident ? 2 : 1) * dyw + 2 * xt; }
 };
+// resident (WeightGradPlan::resident): both tiles' dY and dYt, and a group's sums in the dtype.
 CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t ocb, std::size_t cb, std::size_t tg,
-                         std::size_t rh, std::size_t ni) {
+                         std::size_t rh, std::size_t ni, bool resident = false) {
   CoreBuffers b;
+  b.resident = resident;
+  if (resident) b.sbuf = up128(ocb * tg * cb * g.es);
   const std::size_t p = ni * rh * c.ow;
   b.acc = up128(g.taps * ocb * cb * 4);
   b.dyt = up128(std::max(ocb * p, ocb) * g.es);
@@ -93,7 +97,7 @@ class WeightGradRun {
   WeightGradRun(const WeightGradConv& c, const WeightGradPlan& p) : c_(c), p_(p), g_(c) {}
 
   void run() {
-    const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.tg, p_.rh, p_.ni);
+    const CoreBuffers b = core_buffers(c_, g_, p_.ocb, p_.cb, p_.tg, p_.rh, p_.ni, p_.resident);
     // SRAM first, in the same order on every participant: the cores' partial sums (s > 1).
     if (p_.s > 1) parts_ = alloc(Space::kSram, core_dim() * b.acc);
     if (p_.shared)
@@ -117,9 +121,11 @@ class WeightGradRun {
     }
     acc_ = alloc(Space::kNram, b.acc);
     dyt_ = alloc(Space::kNram, b.dyt);
+    if (p_.resident) dyt2_ = alloc(Space::kNram, b.dyt), sbuf_ = alloc(Space::kNram, b.sbuf);
     for (Addr& a : xs_) a = alloc(Space::kNram, b.xslot);
     ident_ = alloc(Space::kNram, b.ident);
     dyw_ = alloc(Space::kWram, b.dyw);
+    if (p_.resident) dyw2_ = alloc(Space::kWram, b.dyw);
     for (Addr& a : xt_) a = alloc(Space::kWram, b.xt);
     xslot_ = b.xslot, acc_bytes_ = b.acc;
     const std::size_t core = (task_id() / core_dim()) * core_dim() + core_id();
@@ -255,6 +261,9 @@ class WeightGradRun {
   // Piece `piece` of `pieces` of tile t's dY (its pixels in order), channels [o0, o0 + on), into
   // WRAM as [P][on] (P = the tile's pixels in order).
   void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces) const {
+    load_dy_to(j, t, piece, pieces, dyw_);
+  }
+  void load_dy_to(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces, Addr dyw) const {
     const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
     // Image i's pixels [a, e) of the piece.
     for_each_image_part(t.ni, px, piece, pieces, [&](std::size_t i, std::size_t a, std::size_t e) {
@@ -262,7 +271,7 @@ class WeightGradRun {
       const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
       const CopyShape s = c_.ys_w == i64(j.on) ? CopyShape{(e - a) * run, 1, 0, 0}
                                                : CopyShape{run, e - a, i64(run), c_.ys_w * i64(g_.es)};
-      memcpy_strided_async(dyw_.offset(i64((i * px + a) * run)), src, s, Dir::kGdram2Wram);
+      memcpy_strided_async(dyw.offset(i64((i * px + a) * run)), src, s, Dir::kGdram2Wram);
     });
   }
 
@@ -320,6 +329,7 @@ class WeightGradRun {
     auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
     const std::size_t groups = this->groups(), pieces = std::max<std::size_t>(1, groups - 1);
     const std::vector<Tile> tiles = job_tiles(j);
+    if (p_.resident && tiles.size() == 2) return accumulate_resident(j, tiles);
     Tile t = tiles[0];
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
@@ -356,6 +366,56 @@ class WeightGradRun {
     }
     if (early) store_rows(j, group_sums(groups - 1), (groups - 1) * p_.tg * j.on, g_.taps * j.on, true);
     return early;
+  }
+
+  // resident: a job of two tiles, both kept on chip (x in the two input slots, dY and dYt twice),
+  // runs group by group, steps (tile 0, g), (tile 1, g): group g's sums are final after its
+  // second step, rounded into the store buffer at the next group's first step and stored in two
+  // halves over that group's two steps, so the stores spread over the whole job instead of
+  // following its last tile. Tile 1 loads during the first step.
+  bool accumulate_resident(const Job& j, const std::vector<Tile>& tiles) {
+    const std::size_t groups = this->groups(), steps = 2 * groups;
+    auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
+    const Addr dyw[2] = {dyw_, dyw2_}, dyt[2] = {dyt_, dyt2_};
+    zero_padding(j, 0);
+    zero_padding(j, 1);
+    if (p_.shared) sync_cluster();  // tile 0 is in SRAM
+    load_x(j, tiles[0], xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
+    load_dy_to(j, tiles[0], 0, 1, dyw[0]);
+    sync_io();
+    copy_group(j, tiles[0], xs_[0], 0, xt_[0]);  // step 0's windows, during tile 0's transpose
+    matmul(c_.dtype, c_.dtype, dyt[0], ident_, dyw[0], j.on, j.on, tiles[0].pixels(c_), true, false);
+    sync_io();
+    if (p_.shared) sync_cluster();  // tile 1 is in SRAM
+    load_x(j, tiles[1], xs_[1], 0, 1, p_.shared ? &xsram_[1] : nullptr);  // during step 0
+    load_dy_to(j, tiles[1], 0, 1, dyw[1]);
+    for (std::size_t k = 0; k < steps; ++k) {
+      const std::size_t grp = k / 2, ti = k % 2;
+      if (k == 1) {  // tile 1 has landed (step 0's sync): its first windows during its transpose
+        copy_group(j, tiles[1], xs_[1], 0, xt_[1]);
+        matmul(c_.dtype, c_.dtype, dyt[1], ident_, dyw[1], j.on, j.on, tiles[1].pixels(c_), true, false);
+        sync_io();
+      }
+      if (k >= 1 && k + 1 < steps)  // the next step's windows: (1, g) or (0, g + 1)
+        copy_group(j, tiles[(k + 1) % 2], xs_[(k + 1) % 2], (k + 1) / 2, xt_[(k + 1) % 2]);
+      if (grp > 0) store_half(j, grp - 1, ti, group_sums(grp - 1));
+      matmul(c_.dtype, DType::kFloat32, group_sums(grp), dyt[ti], xt_[k % 2], j.on, tiles[ti].pixels(c_),
+             group_taps(grp) * j.cn, false, ti > 0);
+      sync_io();
+    }
+    store_half(j, groups - 1, 0, group_sums(groups - 1));
+    store_half(j, groups - 1, 1, group_sums(groups - 1));
+    return true;
+  }
+
+  // Half h of tap group grp's sums (fp32 at `sums`) to dW: rounded into the store buffer with the
+  // first half (fp16), stored from there, or straight from the sums (fp32).
+  void store_half(const Job& j, std::size_t grp, std::size_t h, Addr sums) {
+    const std::size_t base = grp * p_.tg * j.on, n = group_taps(grp) * j.on;
+    const std::size_t r0 = base + (h ? n / 2 : 0), r1 = base + (h ? n : n / 2);
+    if (c_.dtype == DType::kFloat32) return store_rows(j, sums.offset(i64((r0 - base) * j.cn * 4)), r0, r1, false);
+    if (h == 0) vec_cast(c_.dtype, sbuf_, DType::kFloat32, sums, n * j.cn);
+    store_rows(j, sbuf_.offset(i64((r0 - base) * j.cn * g_.es)), r0, r1, false);
   }
 
   // The padding columns are never written by a load: input slot i is zeroed whole for the job's
@@ -448,6 +508,7 @@ class WeightGradRun {
   const WeightGradPlan& p_;
   const Geometry g_;
   Addr parts_, xsram_[2], acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
+  Addr dyt2_, dyw2_, sbuf_;  // resident: tile 1's dYt and dY, a group's sums in the dtype
   std::size_t zeroed_cn_[2] = {0, 0};  // per input slot: the cn whose padding columns it holds zeroed (0: none)
   std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;
 };
@@ -457,6 +518,7 @@ class WeightGradRun {
 std::string WeightGradPlan::str() const {
   return "weight_grad ocb=" + std::to_string(ocb) + " cb=" + std::to_string(cb) + " tg=" + std::to_string(tg) +
          " s=" + std::to_string(s) + (shared ? " shared" : "") + (half_first ? " half_first" : "") +
+         (resident ? " resident" : "") +
          " rh=" + std::to_string(rh) + " ni=" + std::to_string(ni) + " jobs=" + std::to_string(jobs) +
          " rounds=" + std::to_string(rounds) + " clusters=" + std::to_string(clusters) +
          " est_cycles=" + std::to_string(static_cast<std::uint64_t>(est_cycles)) +
@@ -631,19 +693,42 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             // matmul, so the last tile's steps take the longer of the two and only the last
             // group's store follows the compute.
             const double group_store = store * static_cast<double>(tg) / static_cast<double>(g.taps);
-            const double stores =
-                stores_groups_early(s, ocb, tg * cb, g.es, b.xslot)
-                    ? group_store + static_cast<double>(groups - 1) * std::max(0.0, group_store - mm_group)
-                    : store / static_cast<double>(s);
+            const bool early = stores_groups_early(s, ocb, tg * cb, g.es, b.xslot);
+            const double stores = early ? group_store + static_cast<double>(groups - 1) * std::max(0.0, group_store - mm_group)
+                                        : store / static_cast<double>(s);
+            // Each group's sums are rounded to the dtype on the VFU first, in series with the TFU:
+            // counted where the resident mode is weighed against this one (not in the tilings'
+            // comparison, whose choices it moved to slower tilings: l4_down bwd-weight 71 -> 75 us).
+            const double cast = g.es == 4 ? 0.0 : static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(ocb * tg * cb)));
+            const double stores_cast = stores + (early ? static_cast<double>(groups) * cast : 0.0);
             // The tiling is chosen on whole first tiles; halving them is then decided for it alone.
             const bool halves = (ni > 1 || rh > 1) && half_first < whole_first;
+            // resident (s == 1, two tiles a part): both on chip, run group by group; step 0 carries
+            // tile 1's load, step 1 waits for its first windows and transpose, and each group's
+            // store, in halves, overlaps the next group's two steps; only the last group's follows.
+            bool resident = false;
+            if (s == 1 && ceil_div(tiles, s) == 2) {
+              const CoreBuffers br = core_buffers(c, g, ocb, cb, tg, rh, ni, true);
+              if (br.nram() <= d.nram_bytes && br.wram() <= d.wram_bytes) {
+                const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
+                const double mm_l = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
+                const double copies = copy_lat + static_cast<double>(tg) * copy_px * static_cast<double>(p);
+                double res = first_load(1) + tr + std::max(mm_group, first_load(1)) + std::max(copies, tr);
+                for (std::size_t k = 1; k < 2 * groups; ++k)
+                  res += std::max({k / 2 + 1 < groups ? mm_group : mm_l, copies, k >= 2 ? group_store / 2 : 0.0}) +
+                         (k >= 2 && k % 2 == 0 ? cast : 0.0);
+                res += cast + group_store;
+                resident = res < (halves ? half_first : whole_first) + stores_cast;
+              }
+            }
             const double round = whole_first + red + stores;
             const double est =
                 std::max({static_cast<double>(rounds) * round, dram_bytes / d.dram_bpc, reads / d.noc_bpc});
             if (best.ocb == 0 || est < best.est_cycles * 0.999 ||
                 (est <= best.est_cycles * 1.001 && dram_bytes < best.est_dram_bytes)) {
               best.ocb = ocb, best.cb = cb, best.tg = tg, best.s = s, best.rh = rh, best.ni = ni, best.shared = shared != 0;
-              best.half_first = halves;  // (est stays the whole-first one: the comparison's basis)
+              best.half_first = halves && !resident;  // (est stays the whole-first one: the comparison's basis)
+              best.resident = resident;
               best.nob = nob, best.ncb = ncb, best.tb = tb, best.tiles = tiles, best.jobs = jobs;
               best.rounds = rounds, best.clusters = clusters, best.est_cycles = est, best.est_dram_bytes = dram_bytes;
             }

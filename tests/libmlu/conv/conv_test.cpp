@@ -777,7 +777,9 @@ TEST_F(ConvTest, DirectBackwardWeight) {
 // Taps one per matmul, or grouped side by side (tg = 2: four pairs and a single tap, a store of
 // two taps' runs per output channel; tg = 9: one matmul of all nine, the next tile's whole input
 // loaded during it). Each also with the jobs' first tiles cut in halves (half_first: 3 rows as 1 +
-// 2, a whole image's 6 rows as 3 + 3, a tile of two images as one image each).
+// 2, a whole image's 6 rows as 3 + 3, a tile of two images as one image each), and resident (jobs
+// of two tiles run group by group, both kept on chip, each group stored in halves during the
+// next; jobs of other tile counts run as usual).
 TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   const Case k{2, 36, 6, 5, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(k, DType::kFloat32));
@@ -788,9 +790,9 @@ TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   for (const std::size_t tg : {std::size_t{1}, std::size_t{2}, std::size_t{9}}) {
     plan.tg = tg;
     const std::string g = "tg " + std::to_string(tg) + ", ";
-    for (const bool halves : {false, true}) {
-      plan.half_first = halves;
-      const std::string gh = g + (halves ? "half first, " : "");
+    for (const int mode : {0, 1, 2}) {  // tiles whole, half_first, resident
+      plan.half_first = mode == 1, plan.resident = mode == 2;
+      const std::string gh = g + (mode == 1 ? "half first, " : mode == 2 ? "resident, " : "");
       for (const std::size_t rows : {std::size_t{3}, std::size_t{6}}) {  // 4 tiles of 3 rows, or 2 whole images
         plan.rh = rows, plan.ni = 1, plan.tb = (6 + rows - 1) / rows, plan.tiles = 2 * plan.tb;
         forced_weight_grad<float>(k, plan, 1e-4, gh + "fp32 rh " + std::to_string(rows));
@@ -808,7 +810,8 @@ TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
 // pixels, the transpose of dY (M = K = ocb, N = P) and per group of g taps (tg, the last group the
 // taps left) M = ocb, K = P, N = g x cb: ceil(M / R) x ceil(N / C) x (K + R + C - 2) - 1. As
 // planned, and with the taps forced into groups of 2 and 4; each with and without the jobs' first
-// tiles cut in halves (half_first: two tiles of half the pixels, by images, else rows).
+// tiles cut in halves (half_first: two tiles of half the pixels, by images, else rows), and
+// resident (the same intrinsics in another order).
 TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
   const Case k{2, 16, 7, 6, 10, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::WeightGradConv d = weight_grad_of(k, DType::kFloat32);
@@ -819,9 +822,10 @@ TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
     return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
   };
   for (const std::size_t tg : {planned.tg, std::size_t{2}, std::size_t{4}})
-  for (const bool halves : {false, true}) {
+  for (const int mode : {0, 1, 2}) {  // tiles whole, half_first, resident
+    const bool halves = mode == 1;
     conv::WeightGradPlan plan = planned;
-    plan.tg = tg, plan.half_first = halves;
+    plan.tg = tg, plan.half_first = halves, plan.resident = mode == 2;
     std::uint64_t want = 0, intrinsics = 0;
     for (std::size_t job = 0; job < plan.jobs; ++job) {
       const std::size_t b = job / plan.s, part = job % plan.s;
@@ -846,7 +850,8 @@ TEST_F(ConvTest, DirectBackwardWeightTfuCycles) {
       }
     }
     ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
-    forced_weight_grad<float>(k, plan, 1e-4, "tg " + std::to_string(tg) + (halves ? " half first" : ""));
+    forced_weight_grad<float>(k, plan, 1e-4, "tg " + std::to_string(tg) + (halves ? " half first" : "") +
+                                                 (plan.resident ? " resident" : ""));
     mlusimDeviceStats_t st{};
     ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
     EXPECT_EQ(st.engine_intrinsics[2], intrinsics) << plan.str();
