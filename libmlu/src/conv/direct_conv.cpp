@@ -438,7 +438,7 @@ class DirectRun {
       // Input slots: per step (Cin chunks), or per tile (pieces share the tile's input).
       auto xslot = [&](std::size_t s) -> std::size_t { return pw ? steps[s].tile % 2 : s % 2; };
       if (!steps.empty()) load_x(tile(t0), 0, 0);  // while the memory core stages group 0
-      sync_cluster();                                  // group 0 (split0: its first half) is in SRAM
+      sync_cluster();  // group 0 (split0: its first half) is in SRAM
       if (split0(j)) {  // the first half's copy runs while the second half stages
         if (!steps.empty()) load_w(j, 0, wslot(0, 0), 0, half0(j));
         sync_cluster();

@@ -51,8 +51,10 @@
 // for a compute-bound plan whose cores have two tiles or one staging group (else the first
 // intrinsic waits for group 1's staging anyway); split_last when min(half the last tile's
 // epilogue and store, the second part's intrinsic) beats the extra intrinsic's cycles (the two
-// parts' minus the whole's: one more fill and drain, and their M folds). GDRAM reads = weights x (jobs per chunk) + input (with the halo rows; runs
-// of cc < C channels a pixel in whole DMA bursts, here and in the tile's DMA) x (chunks); every byte crosses the NoC/L2 stage. DRAM bytes = those reads + output, except that
+// parts' minus the whole's: one more fill and drain, and their M folds). GDRAM reads = weights x
+// (jobs per chunk) + input (with the halo rows; runs of cc < C channels a pixel in whole DMA
+// bursts, here and in the tile's DMA) x (chunks); every byte crosses the NoC/L2 stage. DRAM bytes
+// = those reads + output, except that
 // on a chip with an L2 model (l2.cache) and all jobs in one round the input counts once: the
 // chunks' jobs over the same pixels run at the same time on different clusters and the L2 serves
 // the input tiles after the first read. Estimate = the largest of the compute, the DRAM bytes

@@ -53,7 +53,7 @@ CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t
                          std::size_t rh, std::size_t ni, bool resident = false) {
   CoreBuffers b;
   b.resident = resident;
-  if (resident) b.sbuf = up128(ocb * tg * cb * g.es);
+  if (resident && g.es != 4) b.sbuf = up128(ocb * tg * cb * g.es);  // fp32 sums are stored as they are
   const std::size_t p = ni * rh * c.ow;
   b.acc = up128(g.taps * ocb * cb * 4);
   b.dyt = up128(std::max(ocb * p, ocb) * g.es);
@@ -121,7 +121,8 @@ class WeightGradRun {
     }
     acc_ = alloc(Space::kNram, b.acc);
     dyt_ = alloc(Space::kNram, b.dyt);
-    if (p_.resident) dyt2_ = alloc(Space::kNram, b.dyt), sbuf_ = alloc(Space::kNram, b.sbuf);
+    if (p_.resident) dyt2_ = alloc(Space::kNram, b.dyt);
+    if (b.sbuf) sbuf_ = alloc(Space::kNram, b.sbuf);
     for (Addr& a : xs_) a = alloc(Space::kNram, b.xslot);
     ident_ = alloc(Space::kNram, b.ident);
     dyw_ = alloc(Space::kWram, b.dyw);
@@ -276,6 +277,8 @@ class WeightGradRun {
   }
 
   std::size_t groups() const { return ceil_div(g_.taps, p_.tg); }
+  // Tap group grp's fp32 sums in the accumulator: [on, group taps x cn] after the groups before it.
+  Addr group_sums(const Job& j, std::size_t grp) const { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); }
   std::size_t group_taps(std::size_t grp) const { return std::min(p_.tg, g_.taps - grp * p_.tg); }
 
   // Tap group `grp`'s windows of tile t side by side, [P][group taps][cn] (the matmul's B, N =
@@ -326,10 +329,9 @@ class WeightGradRun {
       return false;
     }
     const bool early = stores_groups_early(p_.s, j.on, p_.tg * j.cn, g_.es, xslot_);
-    auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
     const std::size_t groups = this->groups(), pieces = std::max<std::size_t>(1, groups - 1);
     const std::vector<Tile> tiles = job_tiles(j);
-    if (p_.resident && tiles.size() == 2) return accumulate_resident(j, tiles);
+    if (p_.resident && p_.s == 1 && tiles.size() == 2) return accumulate_resident(j, tiles);
     Tile t = tiles[0];
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
@@ -357,14 +359,14 @@ class WeightGradRun {
           if (groups == 1) sync_io();  // the next tile's input was issued in this very step
           copy_group(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
-        if (early && !more && grp > 0) store_group_async(j, grp - 1, group_sums(grp - 1), (i + 1) % 2);
-        matmul(c_.dtype, DType::kFloat32, group_sums(grp), dyt_, xt_[step % 2], j.on, px, group_taps(grp) * j.cn,
+        if (early && !more && grp > 0) store_group_async(j, grp - 1, group_sums(j, grp - 1), (i + 1) % 2);
+        matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt_, xt_[step % 2], j.on, px, group_taps(grp) * j.cn,
                false, i > 0);
         sync_io();
       }
       t = nt;
     }
-    if (early) store_rows(j, group_sums(groups - 1), (groups - 1) * p_.tg * j.on, g_.taps * j.on, true);
+    if (early) store_rows(j, group_sums(j, groups - 1), (groups - 1) * p_.tg * j.on, g_.taps * j.on, true);
     return early;
   }
 
@@ -375,7 +377,6 @@ class WeightGradRun {
   // following its last tile. Tile 1 loads during the first step.
   bool accumulate_resident(const Job& j, const std::vector<Tile>& tiles) {
     const std::size_t groups = this->groups(), steps = 2 * groups;
-    auto group_sums = [&](std::size_t grp) { return acc_.offset(i64(grp * p_.tg * j.on * j.cn * 4)); };
     const Addr dyw[2] = {dyw_, dyw2_}, dyt[2] = {dyt_, dyt2_};
     zero_padding(j, 0);
     zero_padding(j, 1);
@@ -398,13 +399,13 @@ class WeightGradRun {
       }
       if (k >= 1 && k + 1 < steps)  // the next step's windows: (1, g) or (0, g + 1)
         copy_group(j, tiles[(k + 1) % 2], xs_[(k + 1) % 2], (k + 1) / 2, xt_[(k + 1) % 2]);
-      if (grp > 0) store_half(j, grp - 1, ti, group_sums(grp - 1));
-      matmul(c_.dtype, DType::kFloat32, group_sums(grp), dyt[ti], xt_[k % 2], j.on, tiles[ti].pixels(c_),
+      if (grp > 0) store_half(j, grp - 1, ti, group_sums(j, grp - 1));
+      matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt[ti], xt_[k % 2], j.on, tiles[ti].pixels(c_),
              group_taps(grp) * j.cn, false, ti > 0);
       sync_io();
     }
-    store_half(j, groups - 1, 0, group_sums(groups - 1));
-    store_half(j, groups - 1, 1, group_sums(groups - 1));
+    store_half(j, groups - 1, 0, group_sums(j, groups - 1));
+    store_half(j, groups - 1, 1, group_sums(j, groups - 1));
     return true;
   }
 

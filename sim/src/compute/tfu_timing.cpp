@@ -79,7 +79,7 @@ TfuCost tfu_gemm_cycles(const TfuArray& array, Dataflow dataflow, bool fold_over
   }
   // Back-to-back intrinsics (header): the last fold's cycles after its interval, during which
   // the array already takes the next intrinsic's operands.
-  if (fold_overlap) cost.drain = per_fold(last_t) - std::max(last_t, r);
+  if (fold_overlap) cost.drain = per_fold(last_t) - std::max(last_t, r) - 1;
   cost.utilisation = utilisation(cost, array);
   return cost;
 }

@@ -88,8 +88,10 @@
 //   folds of consecutive intrinsics pipeline like the folds of one: the next intrinsic's first
 //   fold enters the array one fold interval after the last fold of the previous one entered,
 //   while that fold still drains, instead of after it has drained. The previous intrinsic's
-//   drain = per_fold(T_last) - max(T_last, R) cycles (OS: R + C - 2, WS: 2R + C - 2 once
-//   T_last >= R; T_last: the streamed rows of the busiest array's last fold) are then hidden:
+//   drain = per_fold(T_last) - max(T_last, R) - 1 cycles (OS: R + C - 3, WS: 2R + C - 3 once
+//   T_last >= R; T_last: the streamed rows of the busiest array's last fold; the - 1 is the
+//   count's, so that two intrinsics of f folds chained cost one of 2 f folds and a chain never
+//   beats the roofline) are then hidden:
 //     cycles charged = cycles - min(drain_prev, cycles by which its operands were ready before
 //                                   the previous intrinsic ended)
 //   Only when the core issues it the moment the previous one ends (no stall between them: a
@@ -99,7 +101,8 @@
 //   intrinsic draining after fold i of the previous. Grounds: the TPUv1 paper (Jouppi et al.,
 //   ISCA 2017, section 2) gives a matrix multiply instruction of B input rows B pipelined
 //   cycles, its microarchitecture built to keep the matrix unit busy across instructions; an
-//   array that drained between instructions would pay R + C - 2 more per instruction.
+//   array that drained between instructions would pay R + C - 3 more per instruction. The
+//   intrinsics must run on the same array (dtype); a change of array breaks the chain.
 //   fold overlap OFF: drain = 0, every intrinsic pays its fill and drain (SCALE-Sim).
 //
 // Roofline: cycles >= ceil(Sr/R)*ceil(Sc/C)*T / A - 1 >= M*K*N / (R*C*A) - 1 in every mode, and

@@ -480,8 +480,8 @@ void Core::break_tfu_chain() {
   retired_.clear();
 }
 
-void Core::tfu_op(const compute::TfuCost& cost, const std::string& label, const std::vector<Range>& operands,
-                  const std::vector<Range>& reads, const std::vector<Range>& writes) {
+void Core::tfu_op(const compute::TfuCost& cost, DType in_t, const std::string& label,
+                  const std::vector<Range>& operands, const std::vector<Range>& reads, const std::vector<Range>& writes) {
   const auto overlap = [](const Range& a, const Range& b) { return a.space == b.space && a.lo < b.hi && b.lo < a.hi; };
   const auto touches = [&](const std::vector<Range>& rs, const Range& b) {
     return std::any_of(rs.begin(), rs.end(), [&](const Range& r) { return overlap(r, b); });
@@ -490,7 +490,7 @@ void Core::tfu_op(const compute::TfuCost& cost, const std::string& label, const 
   const Picos now = device_.now_abs();
   const bool reads_last = std::any_of(tfu_writes_.begin(), tfu_writes_.end(),
                                       [&](const Range& w) { return touches(operands, w); });
-  if (tfu_chain_ && now == tfu_end_ps_ && tfu_drain_ > 0 && !reads_last) {
+  if (tfu_chain_ && now == tfu_end_ps_ && tfu_drain_ > 0 && !reads_last && in_t == tfu_dtype_) {
     // Issued back to back: it enters the array as soon as the last intrinsic's drain began and
     // the copies it depends on (writing what it reads, or reading/writing what it writes) ended.
     Picos ready = 0;
@@ -502,6 +502,7 @@ void Core::tfu_op(const compute::TfuCost& cost, const std::string& label, const 
   }
   compute(Engine::kTfu, cycles, label, reads, writes);
   tfu_chain_ = device_.config.tfu_intrinsic_overlap;
+  tfu_dtype_ = in_t;
   tfu_end_ps_ = device_.now_abs();
   tfu_drain_ = cost.drain;
   tfu_writes_ = writes;
@@ -627,7 +628,7 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
     assignment_.launch->record.macs += m * k * n;
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;
   }
-  tfu_op(timing, label, {reads[0], reads[1]}, reads, writes);
+  tfu_op(timing, in_t, label, {reads[0], reads[1]}, reads, writes);
 }
 
 bool Core::tfu_supports(DType in_t) const { return device_.config.tfu_array(in_t).supported(); }
@@ -688,7 +689,7 @@ void Core::conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev:
     assignment_.launch->record.macs += macs;
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += macs;
   }
-  tfu_op(timing, label, {reads[0], reads[1]}, reads, writes);
+  tfu_op(timing, in_t, label, {reads[0], reads[1]}, reads, writes);
 }
 
 // Scalar unit: one element at a time. On-chip: scalar.onchip_access_cycles; GDRAM: one DRAM

@@ -16,9 +16,9 @@
 
 #include <systemc>
 
+#include "compute/tfu_timing.h"
 #include "device/launch_state.h"
 #include "fabric/bandwidth_fabric.h"
-#include "compute/tfu_timing.h"
 #include "core/range_set.h"
 #include "memory/onchip_memory.h"
 #include "mlusim/sim/kernel_api.h"
@@ -109,10 +109,10 @@ class Core {
   // A TFU intrinsic of `cost` reading `operands` (A and B; an accumulated C is not one) and
   // `reads`/`writes` in all: its cycles less the previous intrinsic's drain it hides when issued
   // back to back (compute/tfu_timing.h, "Back-to-back intrinsics"), then run on the TFU.
-  void tfu_op(const compute::TfuCost& cost, const std::string& label, const std::vector<Range>& operands,
-              const std::vector<Range>& reads, const std::vector<Range>& writes);
-  // Whether the TFU could still take an intrinsic issued now back to back: nothing since the last
-  // one but copies retired without a stall. Anything else ends the chain.
+  void tfu_op(const compute::TfuCost& cost, DType in_t, const std::string& label,
+              const std::vector<Range>& operands, const std::vector<Range>& reads, const std::vector<Range>& writes);
+  // Ends the chain of back-to-back intrinsics: the next TFU intrinsic hides nothing (called on
+  // anything that stalls the core or occupies another engine between two intrinsics).
   void break_tfu_chain();
   Range range(Addr a, std::uint64_t bytes, const char* role);
   void require_compute_core(const char* what) const;
@@ -154,6 +154,7 @@ class Core {
     Picos end_ps;
   };
   bool tfu_chain_ = false;
+  DType tfu_dtype_ = DType::kFloat32;  // the last intrinsic's input dtype: its array
   Picos tfu_end_ps_ = 0;
   std::uint64_t tfu_drain_ = 0;
   std::vector<Range> tfu_writes_;
