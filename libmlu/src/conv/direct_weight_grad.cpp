@@ -331,7 +331,7 @@ class WeightGradRun {
     const bool early = stores_groups_early(p_.s, j.on, p_.tg * j.cn, g_.es, xslot_);
     const std::size_t groups = this->groups(), pieces = std::max<std::size_t>(1, groups - 1);
     const std::vector<Tile> tiles = job_tiles(j);
-    if (p_.resident && p_.s == 1 && tiles.size() == 2) return accumulate_resident(j, tiles);
+    const bool pair = p_.resident && p_.s == 1 && tiles.size() >= 2;
     Tile t = tiles[0];
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
@@ -343,6 +343,7 @@ class WeightGradRun {
     sync_io();
     std::size_t step = 0;
     for (std::size_t i = 0; i < tiles.size(); ++i) {
+      if (pair && i + 2 == tiles.size()) return last_pair(j, tiles, i, step);
       const bool more = i + 1 < tiles.size();
       const Tile nt = more ? tiles[i + 1] : Tile{};
       const Addr xs = xs_[i % 2], xs_next = xs_[(i + 1) % 2];
@@ -370,38 +371,33 @@ class WeightGradRun {
     return early;
   }
 
-  // resident: a job of two tiles, both kept on chip (x in the two input slots, dY and dYt twice),
-  // runs group by group, steps (tile 0, g), (tile 1, g): group g's sums are final after its
-  // second step, rounded into the store buffer at the next group's first step and stored in two
-  // halves over that group's two steps, so the stores spread over the whole job instead of
-  // following its last tile. Tile 1 loads during the first step.
-  bool accumulate_resident(const Job& j, const std::vector<Tile>& tiles) {
+  // resident: the job's last two tiles, i and i + 1, both kept on chip (x in the two input slots,
+  // dY and dYt twice), run group by group, steps (tile i, g), (tile i + 1, g): group g's sums are
+  // final after its second step, rounded into the store buffer at the next group's first step
+  // and stored in two halves over that group's two steps, so the stores spread over both tiles
+  // instead of following the last one. On entry tile i is loaded (input in slot i % 2, dY in
+  // dyw_) and its first group's windows are in xt_[step0 % 2]; tile i + 1 loads during the first
+  // step. Returns true (the sums are stored).
+  bool last_pair(const Job& j, const std::vector<Tile>& tiles, std::size_t i, std::size_t step0) {
     const std::size_t groups = this->groups(), steps = 2 * groups;
-    const Addr dyw[2] = {dyw_, dyw2_}, dyt[2] = {dyt_, dyt2_};
-    zero_padding(j, 0);
-    zero_padding(j, 1);
-    if (p_.shared) sync_cluster();  // tile 0 is in SRAM
-    load_x(j, tiles[0], xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
-    load_dy_to(j, tiles[0], 0, 1, dyw[0]);
-    sync_io();
-    copy_group(j, tiles[0], xs_[0], 0, xt_[0]);  // step 0's windows, during tile 0's transpose
-    matmul(c_.dtype, c_.dtype, dyt[0], ident_, dyw[0], j.on, j.on, tiles[0].pixels(c_), true, false);
-    sync_io();
-    if (p_.shared) sync_cluster();  // tile 1 is in SRAM
-    load_x(j, tiles[1], xs_[1], 0, 1, p_.shared ? &xsram_[1] : nullptr);  // during step 0
-    load_dy_to(j, tiles[1], 0, 1, dyw[1]);
+    const Tile* t[2] = {&tiles[i], &tiles[i + 1]};
+    const Addr xs[2] = {xs_[i % 2], xs_[(i + 1) % 2]}, dyw[2] = {dyw_, dyw2_}, dyt[2] = {dyt_, dyt2_};
+    matmul(c_.dtype, c_.dtype, dyt[0], ident_, dyw[0], j.on, j.on, t[0]->pixels(c_), true, false);
+    if (p_.shared) sync_cluster();  // tile i + 1 is in SRAM
+    load_x(j, *t[1], xs[1], 0, 1, p_.shared ? &xsram_[(i + 1) % 2] : nullptr);  // during the first step
+    load_dy_to(j, *t[1], 0, 1, dyw[1]);
     for (std::size_t k = 0; k < steps; ++k) {
       const std::size_t grp = k / 2, ti = k % 2;
-      if (k == 1) {  // tile 1 has landed (step 0's sync): its first windows during its transpose
-        copy_group(j, tiles[1], xs_[1], 0, xt_[1]);
-        matmul(c_.dtype, c_.dtype, dyt[1], ident_, dyw[1], j.on, j.on, tiles[1].pixels(c_), true, false);
+      if (k == 1) {  // tile i + 1 has landed (step 0's sync): its first windows during its transpose
+        copy_group(j, *t[1], xs[1], 0, xt_[(step0 + 1) % 2]);
+        matmul(c_.dtype, c_.dtype, dyt[1], ident_, dyw[1], j.on, j.on, t[1]->pixels(c_), true, false);
         sync_io();
       }
-      if (k >= 1 && k + 1 < steps)  // the next step's windows: (1, g) or (0, g + 1)
-        copy_group(j, tiles[(k + 1) % 2], xs_[(k + 1) % 2], (k + 1) / 2, xt_[(k + 1) % 2]);
+      if (k >= 1 && k + 1 < steps)  // the next step's windows: (i + 1, g) or (i, g + 1)
+        copy_group(j, *t[(k + 1) % 2], xs[(k + 1) % 2], (k + 1) / 2, xt_[(step0 + k + 1) % 2]);
       if (grp > 0) store_half(j, grp - 1, ti, group_sums(j, grp - 1));
-      matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt[ti], xt_[k % 2], j.on, tiles[ti].pixels(c_),
-             group_taps(grp) * j.cn, false, ti > 0);
+      matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt[ti], xt_[(step0 + k) % 2], j.on, t[ti]->pixels(c_),
+             group_taps(grp) * j.cn, false, i > 0 || ti > 0);
       sync_io();
     }
     store_half(j, groups - 1, 0, group_sums(j, groups - 1));
@@ -704,17 +700,19 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             const double stores_cast = stores + (early ? static_cast<double>(groups) * cast : 0.0);
             // The tiling is chosen on whole first tiles; halving them is then decided for it alone.
             const bool halves = (ni > 1 || rh > 1) && half_first < whole_first;
-            // resident (s == 1, two tiles a part): both on chip, run group by group; step 0 carries
-            // tile 1's load, step 1 waits for its first windows and transpose, and each group's
-            // store, in halves, overlaps the next group's two steps; only the last group's follows.
+            // resident (s == 1): the part's last two tiles both on chip, run group by group (the
+            // others tile by tile, as above); the pair's step 0 carries its second tile's load,
+            // step 1 waits for that tile's first windows and transpose, and each group's store,
+            // in halves, overlaps the next group's two steps; only the last group's follows.
             bool resident = false;
-            if (s == 1 && ceil_div(tiles, s) == 2) {
+            if (s == 1 && ceil_div(tiles, s) >= 2) {
               const CoreBuffers br = core_buffers(c, g, ocb, cb, tg, rh, ni, true);
               if (br.nram() <= d.nram_bytes && br.wram() <= d.wram_bytes) {
                 const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
                 const double mm_l = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
                 const double copies = copy_lat + static_cast<double>(tg) * copy_px * static_cast<double>(p);
-                double res = first_load(1) + tr + std::max(mm_group, first_load(1)) + std::max(copies, tr);
+                double res = first_load(1) + (n_tiles - 2) * tile + tr + std::max(mm_group, first_load(1)) +
+                             std::max(copies, tr);
                 for (std::size_t k = 1; k < 2 * groups; ++k)
                   res += std::max({k / 2 + 1 < groups ? mm_group : mm_l, copies, k >= 2 ? group_store / 2 : 0.0}) +
                          (k >= 2 && k % 2 == 0 ? cast : 0.0);

@@ -26,11 +26,11 @@
 // The next group's window copies and the next tile's loads (x and dY, spread over the tile's
 // groups, one piece per group) run while the TFU computes; the core syncs once per group. With
 // `half_first` a job's first tile runs as two (its images halved, else its rows), so only half a
-// tile loads before the first matmul, every core loading at once. With `resident` (s == 1, jobs of
-// two tiles) both tiles stay on chip and the steps go group by group, (tile 0, g), (tile 1, g):
-// group g's sums are final after its second step and stored (rounded into a store buffer) in two
-// halves during the next group's two steps, so the dW stores, at DRAM pace when every core
-// stores, spread over the job instead of crowding its last tile. With
+// tile loads before the first matmul, every core loading at once. With `resident` (s == 1) a
+// job's last two tiles both stay on chip and their steps go group by group, (tile T - 2, g),
+// (tile T - 1, g): group g's sums are final after its second step and stored (rounded into a
+// store buffer) in two halves during the next group's two steps, so the dW stores, at DRAM pace
+// when every core stores, spread over two tiles instead of crowding the last one. With
 // `shared` input tiles the memory core stages tile t + 1 in SRAM (double-buffered; one cluster
 // barrier per tile, passed at the first group of tile t) and the cores copy it into NRAM from
 // there. With s == 1 a group's sums are final once the last tile's matmul of that group is done:
@@ -64,9 +64,9 @@
 //     rounds x round, DRAM bytes / DRAM rate and GDRAM reads / NoC rate. Shared: `load` is the
 //     longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the cluster)
 //     and the memory core's staging (its DMA rate, its cluster's share of DRAM or of the NoC).
-//   resident, for the chosen tiling alone, when first load + transpose + max(mm, tile 1's load) +
-//     max(window copies, transpose) + the other steps' max(mm, copies, half a group's store) +
-//     casts + the last group's store beats the tile-major round (its early stores counted with
+//   resident, for the chosen tiling alone, when first load + (tiles - 2) x tile + transpose +
+//     max(mm, the last tile's load) + max(window copies, transpose) + the pair's other steps'
+//     max(mm, copies, half a group's store) + casts + the last group's store beats the tile-major round (its early stores counted with
 //     their VFU casts, which the tilings' comparison leaves out);
 //   half_first is decided for the chosen tiling alone (the tilings are compared with whole first
 //     tiles; comparing them with halves picked tilings that ran slower, ResNet-50 l3_3x3s2_256:
@@ -113,8 +113,8 @@ struct WeightGradPlan {
   // Each job's first tile runs as two halves (its images, else its rows), so the loads before the
   // first matmul are half a tile's and the second half's load overlaps the first half's matmuls.
   bool half_first = false;
-  // s == 1 jobs of exactly two tiles: both kept on chip and run group by group, each group's sums
-  // stored while the next group runs (WeightGradRun::accumulate_resident); not with half_first.
+  // s == 1: each job's last two tiles kept on chip and run group by group, each group's sums
+  // stored while the next group runs (WeightGradRun::last_pair); not with half_first.
   bool resident = false;
   std::size_t nob = 0, ncb = 0, tb = 0, tiles = 0, jobs = 0, rounds = 0, clusters = 0;  // derived
   double est_cycles = 0, est_dram_bytes = 0;

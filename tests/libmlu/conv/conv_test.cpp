@@ -777,9 +777,10 @@ TEST_F(ConvTest, DirectBackwardWeight) {
 // Taps one per matmul, or grouped side by side (tg = 2: four pairs and a single tap, a store of
 // two taps' runs per output channel; tg = 9: one matmul of all nine, the next tile's whole input
 // loaded during it). Each also with the jobs' first tiles cut in halves (half_first: 3 rows as 1 +
-// 2, a whole image's 6 rows as 3 + 3, a tile of two images as one image each), and resident (jobs
-// of two tiles run group by group, both kept on chip, each group stored in halves during the
-// next; jobs of other tile counts run as usual).
+// 2, a whole image's 6 rows as 3 + 3, a tile of two images as one image each), and resident (a
+// job's last two tiles run group by group, both kept on chip, each group stored in halves during
+// the next: jobs of two tiles, and of four whose first two run tile by tile; a job of one tile
+// runs as usual).
 TEST_F(ConvTest, DirectBackwardWeightStoresTapsEarly) {
   const Case k{2, 36, 6, 5, 12, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   conv::WeightGradPlan plan = conv::plan_weight_grad(h(), weight_grad_of(k, DType::kFloat32));
