@@ -260,11 +260,9 @@ class WeightGradRun {
   }
 
   // Piece `piece` of `pieces` of tile t's dY (its pixels in order), channels [o0, o0 + on), into
-  // WRAM as [P][on] (P = the tile's pixels in order).
-  void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces) const {
-    load_dy_to(j, t, piece, pieces, dyw_);
-  }
-  void load_dy_to(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces, Addr dyw) const {
+  // WRAM at `dyw` (dyw_, or a resident pair's second tile dyw2_) as [P][on] (P = the tile's pixels
+  // in order).
+  void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces, Addr dyw) const {
     const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
     // Image i's pixels [a, e) of the piece.
     for_each_image_part(t.ni, px, piece, pieces, [&](std::size_t i, std::size_t a, std::size_t e) {
@@ -336,7 +334,7 @@ class WeightGradRun {
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
     load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
-    load_dy(j, t, 0, 1);
+    load_dy(j, t, 0, 1, dyw_);
     if (tiles.size() > 1) zero_padding(j, 1);  // while tile 0 loads
     sync_io();
     copy_group(j, t, xs_[0], 0, xt_[0]);
@@ -353,7 +351,7 @@ class WeightGradRun {
       if (more && p_.shared) sync_cluster();  // tile i + 1 is in SRAM (and tile i copied out by all)
       const Addr* staged = p_.shared ? &xsram_[(i + 1) % 2] : nullptr;
       for (std::size_t grp = 0; grp < groups; ++grp, ++step) {
-        if (more && grp < pieces) load_x(j, nt, xs_next, grp, pieces, staged), load_dy(j, nt, grp, pieces);
+        if (more && grp < pieces) load_x(j, nt, xs_next, grp, pieces, staged), load_dy(j, nt, grp, pieces, dyw_);
         if (grp + 1 < groups) {
           copy_group(j, t, xs, grp + 1, xt_[(step + 1) % 2]);
         } else if (more) {
@@ -385,7 +383,7 @@ class WeightGradRun {
     matmul(c_.dtype, c_.dtype, dyt[0], ident_, dyw[0], j.on, j.on, t[0]->pixels(c_), true, false);
     if (p_.shared) sync_cluster();  // tile i + 1 is in SRAM
     load_x(j, *t[1], xs[1], 0, 1, p_.shared ? &xsram_[(i + 1) % 2] : nullptr);  // during the first step
-    load_dy_to(j, *t[1], 0, 1, dyw[1]);
+    load_dy(j, *t[1], 0, 1, dyw[1]);
     for (std::size_t k = 0; k < steps; ++k) {
       const std::size_t grp = k / 2, ti = k % 2;
       if (k == 1) {  // tile i + 1 has landed (step 0's sync): its first windows during its transpose
