@@ -48,7 +48,7 @@ TEST(CalibrationTable, ReadsTheShippedTpuV3Table) {
   EXPECT_EQ(g.m, 256);
   EXPECT_EQ(g.k, 256);
   EXPECT_EQ(g.n, 256);
-  EXPECT_DOUBLE_EQ(g.measured_cycles, 3101.0);
+  EXPECT_DOUBLE_EQ(g.measured, 3101.0);
   EXPECT_DOUBLE_EQ(g.macs(), 256.0 * 256 * 256);
   const CalibrationRow& c = t.rows[4];
   EXPECT_EQ(c.workload, "conv_64x56x56x64x64x3x1x1");
@@ -62,7 +62,7 @@ TEST(CalibrationTable, ReadsTheShippedTpuV3Table) {
   EXPECT_EQ(c.stride, 1);
   EXPECT_EQ(c.pad, 1);
   EXPECT_EQ(c.out_h(), 56);
-  EXPECT_DOUBLE_EQ(c.measured_cycles, 1496802.0);
+  EXPECT_DOUBLE_EQ(c.measured, 1496802.0);
   EXPECT_DOUBLE_EQ(c.macs(), 64.0 * 64 * 56 * 56 * 64 * 9);
 }
 
@@ -76,14 +76,14 @@ TEST(CalibrationTable, ReadsTheShippedTwentyTwoWorkloadTable) {
   ASSERT_EQ(all.rows.size(), 22u);
   std::size_t predictions = 0;
   for (const CalibrationRow& r : all.rows) {
-    if (!r.measured()) {
+    if (!r.is_measured()) {
       ++predictions;
       continue;
     }
     const auto same = std::find_if(measured.rows.begin(), measured.rows.end(),
                                    [&](const CalibrationRow& m) { return m.workload == r.workload; });
     ASSERT_NE(same, measured.rows.end()) << r.workload;
-    EXPECT_DOUBLE_EQ(r.measured_cycles, same->measured_cycles) << r.workload;
+    EXPECT_DOUBLE_EQ(r.measured, same->measured) << r.workload;
     EXPECT_DOUBLE_EQ(r.macs(), same->macs()) << r.workload;
   }
   EXPECT_EQ(predictions, 14u);
@@ -108,7 +108,7 @@ TEST(CalibrationTable, CommentsBlankLinesCrlfAndColumnOrder) {
       "t.csv");
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0].workload, "g");
-  EXPECT_DOUBLE_EQ(t.rows[0].measured_cycles, 1250.0);
+  EXPECT_DOUBLE_EQ(t.rows[0].measured, 1250.0);
   EXPECT_EQ(t.rows[0].n, 3);
   EXPECT_EQ(t.rows[1].line, 5);
   EXPECT_EQ(t.rows[1].out_h(), 2);  // (5 - 3) / 2 + 1
@@ -117,8 +117,8 @@ TEST(CalibrationTable, CommentsBlankLinesCrlfAndColumnOrder) {
 
 TEST(CalibrationTable, ErrorsNameTheLineAndTheColumn) {
   ExpectTableError(kHeader + "g,matmul,1,2,3,,,,,,10\n",
-                   "t.csv:2: column 'kind': unknown kind 'matmul' (expected gemm, conv2d, layernorm, softmax, "
-                   "attention, encoder or model:NAME)");
+                   "t.csv:2: column 'kind': unknown kind 'matmul' (expected gemm, conv2d, layernorm, softmax, add, "
+                   "relu, gelu, attention, encoder or model:NAME)");
   ExpectTableError(kHeader + "g,gemm,1,x,3,,,,,,10\n",
                    "t.csv:2: column 'K_or_H': expected an integer between 1 and 2147483647, got 'x'");
   ExpectTableError(kHeader + "g,gemm,0,2,3,,,,,,10\n", "t.csv:2: column 'M_or_B': expected an integer between 1");
@@ -160,15 +160,15 @@ TEST(CalibrationTable, KindsBeyondGemmAndConvAndUnmeasuredRows) {
   EXPECT_EQ(ln.kind, WorkloadKind::kLayerNorm);
   EXPECT_EQ(ln.m, 512);
   EXPECT_EQ(ln.n, 768);
-  EXPECT_TRUE(ln.measured());
+  EXPECT_TRUE(ln.is_measured());
   EXPECT_EQ(sm.kind, WorkloadKind::kSoftmax);
-  EXPECT_FALSE(sm.measured());  // empty: a prediction
+  EXPECT_FALSE(sm.is_measured());  // empty: a prediction
   EXPECT_STREQ(workload_kind_name(sm.kind), "softmax");
   EXPECT_EQ(at.kind, WorkloadKind::kAttention);
   EXPECT_EQ(at.batch, 12);
   EXPECT_EQ(at.seq, 512);
   EXPECT_EQ(at.width, 64);
-  EXPECT_DOUBLE_EQ(at.measured_cycles, 2e5);
+  EXPECT_DOUBLE_EQ(at.measured, 2e5);
   EXPECT_DOUBLE_EQ(at.macs(), 2.0 * 12 * 512 * 512 * 64);  // k q^T and v^T p
   EXPECT_EQ(enc.kind, WorkloadKind::kEncoder);
   // Q, K, V, output (4 S H^2), FFN (2 x 4 S H^2), attention (2 S^2 H).
@@ -180,13 +180,54 @@ TEST(CalibrationTable, KindsBeyondGemmAndConvAndUnmeasuredRows) {
   EXPECT_DOUBLE_EQ(ln.macs(), 0.0);
 }
 
+// A `<hw>_us` column (device time), the optional dtype column and the elementwise kinds.
+TEST(CalibrationTable, MicrosecondColumnDtypesAndElementwiseKinds) {
+  const std::string header = "workload,kind,dtype,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,gpu_us,sm_mhz\n";
+  const CalibrationTable t = parse_calibration_table(header +
+                                                         "g,gemm,fp16,64,32,16,,,,,,12.5,1980\n"
+                                                         "a,add,bf16,8,,4096,,,,,,97.6,\n"
+                                                         "r,relu,,8,,16,,,,,,,\n"
+                                                         "u,gelu,fp32,2,,3,,,,,,0.5,\n",
+                                                     "t.csv");
+  EXPECT_EQ(t.measured_column, "gpu_us");
+  EXPECT_EQ(t.measured_unit, MeasuredUnit::kMicroseconds);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[0].dtype, RowDType::kFp16);
+  EXPECT_DOUBLE_EQ(t.rows[0].measured, 12.5);
+  EXPECT_EQ(t.rows[1].kind, WorkloadKind::kAdd);
+  EXPECT_EQ(t.rows[1].dtype, RowDType::kBf16);
+  EXPECT_EQ(t.rows[1].m, 8);
+  EXPECT_EQ(t.rows[1].n, 4096);
+  EXPECT_EQ(t.rows[2].kind, WorkloadKind::kRelu);
+  EXPECT_EQ(t.rows[2].dtype, RowDType::kFp32);  // empty dtype: fp32
+  EXPECT_FALSE(t.rows[2].is_measured());
+  EXPECT_EQ(t.rows[3].kind, WorkloadKind::kGelu);
+  EXPECT_STREQ(workload_kind_name(t.rows[3].kind), "gelu");
+  EXPECT_STREQ(row_dtype_name(t.rows[0].dtype), "fp16");
+  EXPECT_DOUBLE_EQ(t.rows[1].macs(), 0.0);
+  // Tables without a dtype column are fp32; cycle columns stay cycles.
+  EXPECT_EQ(parse_calibration_table(kHeader + "g,gemm,1,2,3,,,,,,10\n", "t.csv").rows[0].dtype, RowDType::kFp32);
+  EXPECT_EQ(parse_calibration_table(kHeader + "g,gemm,1,2,3,,,,,,10\n", "t.csv").measured_unit, MeasuredUnit::kCycles);
+
+  ExpectTableError(header + "g,gemm,fp64,1,2,3,,,,,,10,\n",
+                   "t.csv:2: column 'dtype': unknown dtype 'fp64' (expected fp32, fp16 or bf16; empty means fp32)");
+  ExpectTableError(header + "g,gemm,fp16,1,2,3,,,,,,slow,\n",
+                   "t.csv:2: column 'gpu_us': expected a number of microseconds > 0 (or nothing");
+  ExpectTableError(header + "m,model:resnet18,fp16,1,,,,,,,,10,\n",
+                   "t.csv:2: column 'dtype': model rows run in fp32 (`mlusim run`'s default), not fp16");
+  ExpectTableError(header + "a,add,fp16,4,,,,,,,,10,\n",
+                   "t.csv:2: column 'N_or_W': expected an integer between 1 and 2147483647, got nothing");
+}
+
 TEST(CalibrationTable, HeaderErrors) {
   ExpectTableError("workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,pad,hw_cycles\n",
                    "t.csv:1: header: missing column 'stride'");
   ExpectTableError("workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad\n",
-                   "t.csv:1: header: missing the measured column '<hardware>_cycles'");
+                   "t.csv:1: header: missing the measured column '<hardware>_cycles' or '<hardware>_us'");
   ExpectTableError("workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,a_cycles,b_cycles\n",
                    "header: two measured columns, 'a_cycles' and 'b_cycles'");
+  ExpectTableError("workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,a_cycles,a_us\n",
+                   "header: two measured columns, 'a_cycles' and 'a_us'");
   ExpectTableError("workload,kind,kind,M_or_B\n", "header: column 'kind' appears twice");
   ExpectTableError("# only a comment\n\n", "t.csv: no header line");
   ExpectTableError(kHeader, "t.csv: no data rows after the header");
@@ -203,7 +244,7 @@ CalibrationRow gemm_row(const std::string& name, std::int64_t m, std::int64_t k,
   r.workload = name;
   r.kind = WorkloadKind::kGemm;
   r.m = m, r.k = k, r.n = n;
-  r.measured_cycles = 1000;
+  r.measured = 1000;
   return r;
 }
 
@@ -310,6 +351,47 @@ TEST(ValidateRunner, LayerNormAndSoftmaxRows) {
     EXPECT_GE(r.simulated_cycles, r.bound_cycles);
     EXPECT_GT(r.bound_cycles, 0.0);
   }
+}
+
+// Elementwise rows: one kernel each on the vector unit, moving each operand once (add reads two
+// [M, N] tensors and writes one, relu and gelu read one and write one), bounded by DRAM.
+TEST(ValidateRunner, ElementwiseRows) {
+  const ValidateRunner runner("tpu-v3", {}, ConvLayout::kChannelsLast);
+  const double bytes_per_cycle = 450.0 / 0.94;  // DRAM GB/s over the 940 MHz clock
+  for (WorkloadKind kind : {WorkloadKind::kAdd, WorkloadKind::kRelu, WorkloadKind::kGelu}) {
+    CalibrationRow row = kind_row("e", kind);
+    row.m = 512, row.n = 1024;
+    const RowResult r = runner.run(row);
+    SCOPED_TRACE(workload_kind_name(kind));
+    const double tensors = kind == WorkloadKind::kAdd ? 3 : 2;
+    EXPECT_EQ(r.kernels, 1u);
+    EXPECT_EQ(r.tfu_cycles, 0u);
+    EXPECT_GE(double(r.dram_bytes), tensors * 512 * 1024 * 4);
+    EXPECT_NEAR(r.bound_cycles, tensors * 512 * 1024 * 4 / bytes_per_cycle, 1.0);
+    EXPECT_GE(r.simulated_cycles, r.bound_cycles);
+  }
+}
+
+// A row's dtype reaches its tensors: fp16 moves half the bytes of fp32 and runs on the fp16
+// array, whose MACs the roofline counts at the fp16 peak.
+TEST(ValidateRunner, RowDtypeSetsTheTensorsType) {
+  const ValidateRunner runner("tpu-v3", {}, ConvLayout::kChannelsLast);
+  CalibrationRow add = kind_row("add", WorkloadKind::kAdd);
+  add.m = 256, add.n = 1024;
+  const RowResult add32 = runner.run(add);
+  add.dtype = RowDType::kFp16;
+  const RowResult add16 = runner.run(add);
+  EXPECT_NEAR(add16.bound_cycles, add32.bound_cycles / 2, 1.0);
+  EXPECT_LT(add16.dram_bytes, add32.dram_bytes);
+  CalibrationRow g = gemm_row("g16", 512, 512, 512);
+  g.dtype = RowDType::kFp16;
+  const RowResult r = runner.run(g);
+  EXPECT_DOUBLE_EQ(r.macs, 512.0 * 512 * 512);
+  EXPECT_GE(r.simulated_cycles, r.bound_cycles);
+  EXPECT_GT(r.tfu_cycles, 0u);
+  // A measurement in microseconds is compared with the simulated time.
+  EXPECT_NEAR(r.simulated(MeasuredUnit::kMicroseconds), r.simulated_ns / 1000, 1e-9);
+  EXPECT_NEAR(r.error_pct(r.simulated_ns / 2000, MeasuredUnit::kMicroseconds), 100.0, 1e-9);
 }
 
 // Attention runs its three ops as written (and the encoder its ten): the MACs libmlu records are

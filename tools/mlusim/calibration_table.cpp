@@ -11,7 +11,9 @@ namespace mlusim::cli {
 namespace {
 
 constexpr std::int64_t kMaxSize = std::numeric_limits<std::int32_t>::max();
-constexpr const char* kMeasuredSuffix = "_cycles";
+constexpr const char* kCyclesSuffix = "_cycles";
+constexpr const char* kMicrosecondsSuffix = "_us";
+constexpr const char* kDTypeColumn = "dtype";
 constexpr const char* kModelPrefix = "model:";
 const char* const kRequired[] = {"workload", "kind", "M_or_B", "K_or_H", "N_or_W",
                                  "Cin",      "Cout", "kernel", "stride", "pad"};
@@ -64,8 +66,8 @@ class LineReader {
     return v;
   }
 
-  // A finite number > 0 (e.g. 3101 or 3.1e3).
-  double positive(const std::string& column) const {
+  // A finite number > 0 (e.g. 3101 or 3.1e3); `what` says what it counts.
+  double positive(const std::string& column, const std::string& what) const {
     const std::string& t = text(column);
     double v = 0;
     std::size_t used = 0;
@@ -75,7 +77,7 @@ class LineReader {
       used = 0;
     }
     if (t.empty() || used != t.size() || !std::isfinite(v) || v <= 0)
-      fail(column, "expected a number of cycles > 0 (or nothing: not measured), got '" + t + "'");
+      fail(column, "expected a number of " + what + " > 0 (or nothing: not measured), got '" + t + "'");
     return v;
   }
 
@@ -94,9 +96,21 @@ const char* workload_kind_name(WorkloadKind kind) {
     case WorkloadKind::kConv2d: return "conv2d";
     case WorkloadKind::kLayerNorm: return "layernorm";
     case WorkloadKind::kSoftmax: return "softmax";
+    case WorkloadKind::kAdd: return "add";
+    case WorkloadKind::kRelu: return "relu";
+    case WorkloadKind::kGelu: return "gelu";
     case WorkloadKind::kAttention: return "attention";
     case WorkloadKind::kEncoder: return "encoder";
     case WorkloadKind::kModel: return "model";
+  }
+  return "?";
+}
+
+const char* row_dtype_name(RowDType dtype) {
+  switch (dtype) {
+    case RowDType::kFp32: return "fp32";
+    case RowDType::kFp16: return "fp16";
+    case RowDType::kBf16: return "bf16";
   }
   return "?";
 }
@@ -111,6 +125,9 @@ double CalibrationRow::macs() const {
     case WorkloadKind::kEncoder: return 12.0 * s * hd * hd + 2.0 * s * s * hd;  // 4 H x H + 2 H x 4H linears, attention
     case WorkloadKind::kLayerNorm:
     case WorkloadKind::kSoftmax:
+    case WorkloadKind::kAdd:
+    case WorkloadKind::kRelu:
+    case WorkloadKind::kGelu:
     case WorkloadKind::kModel: return 0;
   }
   return 0;
@@ -141,17 +158,20 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       for (std::size_t i = 0; i < fields.size(); ++i) {
         if (fields[i].empty()) fail("header: column " + std::to_string(i + 1) + " has no name");
         if (!columns.emplace(fields[i], i).second) fail("header: column '" + fields[i] + "' appears twice");
-        if (ends_with(fields[i], kMeasuredSuffix)) {
+        const bool cycles = ends_with(fields[i], kCyclesSuffix);
+        if (cycles || ends_with(fields[i], kMicrosecondsSuffix)) {
           if (!table.measured_column.empty())
             fail("header: two measured columns, '" + table.measured_column + "' and '" + fields[i] +
                  "'; keep one (a table holds one hardware's measurements)");
           table.measured_column = fields[i];
+          table.measured_unit = cycles ? MeasuredUnit::kCycles : MeasuredUnit::kMicroseconds;
         }
       }
       for (const char* name : kRequired)
         if (columns.count(name) == 0) fail(std::string("header: missing column '") + name + "'");
       if (table.measured_column.empty())
-        fail("header: missing the measured column '<hardware>_cycles' (e.g. tpuv3_cycles)");
+        fail("header: missing the measured column '<hardware>_cycles' or '<hardware>_us' (e.g. tpuv3_cycles, "
+             "h200_us)");
       continue;
     }
     if (fields.size() != header_fields)
@@ -164,6 +184,13 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
     if (row.workload.empty()) r.fail("workload", "empty workload name");
     const auto [previous, fresh] = seen.emplace(row.workload, line);
     if (!fresh) r.fail("workload", "'" + row.workload + "' already names line " + std::to_string(previous->second));
+    const std::string dtype = columns.count(kDTypeColumn) != 0 ? r.text(kDTypeColumn) : "";
+    if (dtype == "fp16")
+      row.dtype = RowDType::kFp16;
+    else if (dtype == "bf16")
+      row.dtype = RowDType::kBf16;
+    else if (dtype != "fp32" && !dtype.empty())
+      r.fail(kDTypeColumn, "unknown dtype '" + dtype + "' (expected fp32, fp16 or bf16; empty means fp32)");
     const std::string& kind = r.text("kind");
     if (kind == "gemm") {
       row.kind = WorkloadKind::kGemm;
@@ -183,8 +210,12 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       if (row.h + 2 * row.pad < row.kernel || row.w + 2 * row.pad < row.kernel)
         r.fail("kernel", std::to_string(row.kernel) + " is larger than the padded input (" +
                              std::to_string(row.h + 2 * row.pad) + " x " + std::to_string(row.w + 2 * row.pad) + ")");
-    } else if (kind == "layernorm" || kind == "softmax") {
-      row.kind = kind == "layernorm" ? WorkloadKind::kLayerNorm : WorkloadKind::kSoftmax;
+    } else if (kind == "layernorm" || kind == "softmax" || kind == "add" || kind == "relu" || kind == "gelu") {
+      row.kind = kind == "layernorm" ? WorkloadKind::kLayerNorm
+                 : kind == "softmax" ? WorkloadKind::kSoftmax
+                 : kind == "add"     ? WorkloadKind::kAdd
+                 : kind == "relu"    ? WorkloadKind::kRelu
+                                     : WorkloadKind::kGelu;
       row.m = r.integer("M_or_B", 1);
       row.n = r.integer("N_or_W", 1);
     } else if (kind == "attention" || kind == "encoder") {
@@ -199,12 +230,17 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       row.kind = WorkloadKind::kModel;
       row.model = kind.substr(std::string(kModelPrefix).size());
       if (row.model.empty()) r.fail("kind", "'model:' needs a model name (e.g. model:resnet18)");
+      if (row.dtype != RowDType::kFp32)
+        r.fail(kDTypeColumn, std::string("model rows run in fp32 (`mlusim run`'s default), not ") +
+                                 row_dtype_name(row.dtype));
       row.batch = r.integer("M_or_B", 1);
     } else {
-      r.fail("kind", "unknown kind '" + kind + "' (expected gemm, conv2d, layernorm, softmax, attention, encoder or " +
-                         "model:NAME)");
+      r.fail("kind", "unknown kind '" + kind + "' (expected gemm, conv2d, layernorm, softmax, add, relu, gelu, " +
+                         "attention, encoder or model:NAME)");
     }
-    if (!r.text(table.measured_column).empty()) row.measured_cycles = r.positive(table.measured_column);
+    if (!r.text(table.measured_column).empty())
+      row.measured = r.positive(table.measured_column,
+                                table.measured_unit == MeasuredUnit::kCycles ? "cycles" : "microseconds");
     table.rows.push_back(row);
   }
   if (header_line == 0) throw CalibrationTableError(path + ": no header line (only comments or blank lines)");

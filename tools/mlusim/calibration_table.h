@@ -6,11 +6,14 @@
 //     source and measurement conditions live in those comment lines;
 //   - the first other line is the header. It must name the columns
 //       workload, kind, M_or_B, K_or_H, N_or_W, Cin, Cout, kernel, stride, pad
-//     in any order, and exactly one column `<hardware>_cycles` holding the measurements (e.g.
-//     tpuv3_cycles); other columns are ignored;
+//     in any order, and exactly one measured column: `<hardware>_cycles` (core cycles, e.g.
+//     tpuv3_cycles) or `<hardware>_us` (device time in microseconds, e.g. h200_us, for chips
+//     whose clock moves under load: compared with the simulated time, not cycles). An optional
+//     `dtype` column gives each row's element type: fp32 (also when empty or absent), fp16 or
+//     bf16. Other columns are ignored;
 //   - every later line is one workload, with as many fields as the header (columns a kind does not
 //     use are ignored; leave them empty). The kinds, after the workloads of PyTorchSim's TPUv3
-//     validation (its experiments/*.py), all fp32:
+//     validation (its experiments/*.py) plus elementwise ops, in the row's dtype:
 //       gemm:      C[M,N] = A[M,K] x B[K,N]; M_or_B = M, K_or_H = K, N_or_W = N;
 //       conv2d:    a batch-B convolution of a B x Cin x H x W input with Cout filters of
 //                  kernel x kernel, stride and zero padding `pad` on both axes; M_or_B = B,
@@ -18,6 +21,8 @@
 //       layernorm: torch.nn.LayerNorm(N) (weight and bias, eps 1e-5) of an [M, N] input;
 //                  M_or_B = M, N_or_W = N;
 //       softmax:   softmax of an [M, N] input along dim 1; M_or_B = M, N_or_W = N;
+//       add:       a + b of two [M, N] inputs; relu, gelu: relu(x), gelu(x) (erf form) of an
+//                  [M, N] input; M_or_B = M, N_or_W = N;
 //       attention: q, k, v [B, S, D]; scores = k q^T / sqrt(D) [B, S, S], softmax along dim -2,
 //                  out = v^T scores [B, D, S]; M_or_B = B (heads), K_or_H = S, N_or_W = D;
 //       encoder:   a Transformer encoder block on S tokens of width H with B heads (B divides H):
@@ -27,7 +32,7 @@
 //       model:NAME a built-in model of `mlusim run` (resnet18, resnet50, ...): one inference of a
 //                  batch of M_or_B on its default input shape;
 //     sizes are integers 1..2147483647 (pad 0..2147483647), workload names are unique, and the
-//     measured cycles are a number > 0 or empty: a row without a measurement is run and printed
+//     measurement is a number > 0 or empty: a row without a measurement is run and printed
 //     but not counted in the error (a prediction).
 // Every problem is a CalibrationTableError whose message names the file, the line and, where one
 // is at fault, the column: "t.csv:7: column 'Cin': expected an integer between 1 and 2147483647,
@@ -46,38 +51,48 @@ class CalibrationTableError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class WorkloadKind { kGemm, kConv2d, kLayerNorm, kSoftmax, kAttention, kEncoder, kModel };
+enum class WorkloadKind { kGemm, kConv2d, kLayerNorm, kSoftmax, kAdd, kRelu, kGelu, kAttention, kEncoder, kModel };
 
-// "gemm", "conv2d", "layernorm", "softmax", "attention", "encoder", "model".
+// "gemm", "conv2d", "layernorm", "softmax", "add", "relu", "gelu", "attention", "encoder", "model".
 const char* workload_kind_name(WorkloadKind kind);
+
+// A row's element type (the `dtype` column).
+enum class RowDType { kFp32, kFp16, kBf16 };
+
+const char* row_dtype_name(RowDType dtype);  // "fp32", "fp16", "bf16"
+
+// What the measured column holds: core cycles (`<hw>_cycles`) or microseconds (`<hw>_us`).
+enum class MeasuredUnit { kCycles, kMicroseconds };
 
 struct CalibrationRow {
   int line = 0;  // 1-based line in the file
   std::string workload;
   WorkloadKind kind = WorkloadKind::kGemm;
-  // gemm: m, k, n. layernorm, softmax: m rows of n. conv2d: batch, h, w, cin, cout, kernel,
+  RowDType dtype = RowDType::kFp32;
+  // gemm: m, k, n. layernorm, softmax, add, relu, gelu: m rows of n. conv2d: batch, h, w, cin, cout, kernel,
   // stride, pad. attention: batch (heads), seq, width (head dim). encoder: batch (heads), seq,
   // width (hidden size). model: model (its name), batch.
   std::int64_t m = 0, k = 0, n = 0;
   std::int64_t batch = 0, h = 0, w = 0, cin = 0, cout = 0, kernel = 0, stride = 1, pad = 0;
   std::int64_t seq = 0, width = 0;
   std::string model;
-  double measured_cycles = 0;  // 0: not measured (the row is a prediction)
+  double measured = 0;  // in the table's MeasuredUnit; 0: not measured (the row is a prediction)
 
-  bool measured() const { return measured_cycles > 0; }
+  bool is_measured() const { return measured > 0; }
 
   // conv2d output size per axis: (H + 2 pad - kernel) / stride + 1.
   std::int64_t out_h() const { return (h + 2 * pad - kernel) / stride + 1; }
   std::int64_t out_w() const { return (w + 2 * pad - kernel) / stride + 1; }
   // Multiply-accumulates the workload needs: gemm M K N; conv2d B Cout OH OW Cin kernel^2;
-  // attention 2 B S^2 D; encoder 12 S H^2 + 2 S^2 H; layernorm, softmax 0; model 0 (unknown
+  // attention 2 B S^2 D; encoder 12 S H^2 + 2 S^2 H; layernorm, softmax, elementwise 0; model 0 (unknown
   // before it runs: the runner's result has the model's).
   double macs() const;
 };
 
 struct CalibrationTable {
   std::string path;
-  std::string measured_column;  // e.g. "tpuv3_cycles"
+  std::string measured_column;  // e.g. "tpuv3_cycles" or "h200_us"
+  MeasuredUnit measured_unit = MeasuredUnit::kCycles;
   std::vector<CalibrationRow> rows;
 };
 

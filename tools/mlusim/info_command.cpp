@@ -54,6 +54,9 @@ void print_info(const sim::HardwareConfig& c) {
   std::printf("  SRAM               %llu KiB per cluster\n", static_cast<unsigned long long>(c.sram_bytes >> 10));
   std::printf("  L2                 %llu KiB\n", static_cast<unsigned long long>(c.l2_bytes >> 10));
   std::printf("  DRAM               %.2f GiB\n", double(c.dram_bytes) / double(1ull << 30));
+  std::printf("\nkernel launch\n");
+  std::printf("  host               %.0f ns per launch call\n", c.launch_overhead_ns);
+  std::printf("  device latency     %.0f ns, submission to first tasks\n", c.launch_latency_ns);
   const double balance = 2 * sim::peak_macs_per_s(c, DType::kFloat16) / sim::dram_peak_bytes_per_s(c);
   std::printf("\nfp16 machine balance: %.0f FLOP per DRAM byte\n", balance);
 }

@@ -106,12 +106,14 @@ std::vector<const CalibrationRow*> select_rows(const CalibrationTable& t, const 
   return out;
 }
 
+const char* unit_name(MeasuredUnit unit) { return unit == MeasuredUnit::kCycles ? "cycles" : "us"; }
+
 // Over the measured rows; NaN when none is.
-double mean_abs_error(const std::vector<Result>& results, std::size_t* measured = nullptr) {
+double mean_abs_error(const std::vector<Result>& results, MeasuredUnit unit, std::size_t* measured = nullptr) {
   double sum = 0;
   std::size_t n = 0;
   for (const Result& r : results)
-    if (r.row->measured()) sum += std::fabs(r.sim.error_pct(r.row->measured_cycles)), ++n;
+    if (r.row->is_measured()) sum += std::fabs(r.sim.error_pct(r.row->measured, unit)), ++n;
   if (measured != nullptr) *measured = n;
   return n > 0 ? sum / double(n) : std::nan("");
 }
@@ -123,23 +125,30 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
               t.measured_column.c_str());
   std::printf("config  %s (%s), %.0f MHz; timing-only; conv2d memory format %s\n", c.name.c_str(),
               c.source_file.c_str(), c.core_clock_mhz, o.conv_layout.c_str());
-  std::printf("cycles  first kernel start to last kernel end, in core cycles\n\n");
-  std::printf("%-30s %-9s %12s %12s %8s %7s %6s %12s\n", "workload", "kind", "measured", "simulated", "error",
-              "kernels", "TFU", "bound");
+  const MeasuredUnit unit = t.measured_unit;
+  const bool cycles = unit == MeasuredUnit::kCycles;
+  std::printf("%s  first kernel start to last kernel end, %s\n\n", cycles ? "cycles" : "us    ",
+              cycles ? "in core cycles" : "in microseconds of device time");
+  std::printf("%-30s %-9s %-5s %12s %12s %8s %7s %6s %12s\n", "workload", "kind", "dtype", "measured", "simulated",
+              "error", "kernels", "TFU", "bound");
+  const char* value_format = cycles ? "%.0f" : "%.2f";
   for (const Result& r : results) {
-    const double measured = r.row->measured_cycles;
-    char measured_text[32] = "-", error_text[32] = "-";
-    if (r.row->measured()) {
-      std::snprintf(measured_text, sizeof measured_text, "%.0f", measured);
-      std::snprintf(error_text, sizeof error_text, "%+.1f%%", r.sim.error_pct(measured));
+    const double measured = r.row->measured;
+    char measured_text[32] = "-", simulated_text[32], bound_text[32], error_text[32] = "-";
+    if (r.row->is_measured()) {
+      std::snprintf(measured_text, sizeof measured_text, value_format, measured);
+      std::snprintf(error_text, sizeof error_text, "%+.1f%%", r.sim.error_pct(measured, unit));
     }
-    std::printf("%-30s %-9s %12s %12.0f %8s %7u %5.0f%% %12.0f\n", r.row->workload.c_str(),
-                workload_kind_name(r.row->kind), measured_text, r.sim.simulated_cycles, error_text, r.sim.kernels,
-                100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()),
-                r.sim.bound_cycles);
+    std::snprintf(simulated_text, sizeof simulated_text, value_format, r.sim.simulated(unit));
+    const double bound = cycles ? r.sim.bound_cycles : r.sim.bound_cycles / c.core_clock_mhz;  // cycles / MHz = us
+    std::snprintf(bound_text, sizeof bound_text, value_format, bound);
+    std::printf("%-30s %-9s %-5s %12s %12s %8s %7u %5.0f%% %12s\n", r.row->workload.c_str(),
+                workload_kind_name(r.row->kind), row_dtype_name(r.row->dtype), measured_text, simulated_text,
+                error_text, r.sim.kernels,
+                100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()), bound_text);
   }
   std::size_t measured = 0;
-  const double mae = mean_abs_error(results, &measured);
+  const double mae = mean_abs_error(results, unit, &measured);
   if (measured > 0)
     std::printf("\nMAE over %zu measured rows: %.1f%%\n", measured, mae);
   else
@@ -147,7 +156,8 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
   if (measured < results.size())
     std::printf("(%zu rows without a measurement: simulated only, not in the MAE)\n", results.size() - measured);
   std::printf("(error = (simulated - measured) / measured; TFU = TFU busy cycles / (simulated cycles x cores);\n"
-              " bound = roofline floor max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth) in cycles)\n");
+              " bound = roofline floor max(MACs / TFU peak, minimum DRAM bytes / DRAM bandwidth) in %s)\n",
+              cycles ? "cycles" : "us");
 }
 
 // A row's sizes by name, as its kind reads them (calibration_table.h).
@@ -158,7 +168,10 @@ nlohmann::ordered_json shape_json(const CalibrationRow& row) {
       return {{"batch", row.batch}, {"h", row.h},           {"w", row.w},   {"cin", row.cin},
               {"cout", row.cout},   {"kernel", row.kernel}, {"stride", row.stride}, {"pad", row.pad}};
     case WorkloadKind::kLayerNorm:
-    case WorkloadKind::kSoftmax: return {{"m", row.m}, {"n", row.n}};
+    case WorkloadKind::kSoftmax:
+    case WorkloadKind::kAdd:
+    case WorkloadKind::kRelu:
+    case WorkloadKind::kGelu: return {{"m", row.m}, {"n", row.n}};
     case WorkloadKind::kAttention: return {{"batch", row.batch}, {"seq", row.seq}, {"head_dim", row.width}};
     case WorkloadKind::kEncoder: return {{"heads", row.batch}, {"seq", row.seq}, {"hidden", row.width}};
     case WorkloadKind::kModel: return {{"model", row.model}, {"batch", row.batch}};
@@ -169,20 +182,23 @@ nlohmann::ordered_json shape_json(const CalibrationRow& row) {
 void print_json(const ValidateOptions& o, const CalibrationTable& t, const ValidateRunner& runner,
                 const std::vector<Result>& results) {
   const sim::HardwareConfig& c = runner.config();
-  const double mae = mean_abs_error(results);
+  const MeasuredUnit unit = t.measured_unit;
+  const double mae = mean_abs_error(results, unit);
+  const std::string measured_key = std::string("measured_") + unit_name(unit);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Result& r : results) {
     const CalibrationRow& row = *r.row;
     const nlohmann::ordered_json none(nullptr);
     rows.push_back({{"workload", row.workload},
                     {"kind", workload_kind_name(row.kind)},
+                    {"dtype", row_dtype_name(row.dtype)},
                     {"line", row.line},
                     {"shape", shape_json(row)},
                     {"macs", r.sim.macs},
-                    {"measured_cycles", row.measured() ? nlohmann::ordered_json(row.measured_cycles) : none},
+                    {measured_key, row.is_measured() ? nlohmann::ordered_json(row.measured) : none},
                     {"simulated_cycles", r.sim.simulated_cycles},
                     {"simulated_ns", r.sim.simulated_ns},
-                    {"error_pct", row.measured() ? nlohmann::ordered_json(r.sim.error_pct(row.measured_cycles)) : none},
+                    {"error_pct", row.is_measured() ? nlohmann::ordered_json(r.sim.error_pct(row.measured, unit)) : none},
                     {"kernels", r.sim.kernels},
                     {"kernel_cycles", r.sim.kernel_cycles},
                     {"tfu_cycles", r.sim.tfu_cycles},
@@ -193,6 +209,7 @@ void print_json(const ValidateOptions& o, const CalibrationTable& t, const Valid
   const nlohmann::ordered_json doc = {{"mlusim_validate", 1},
                               {"table", t.path},
                               {"measured_column", t.measured_column},
+                              {"measured_unit", unit_name(unit)},
                               {"config", c.name},
                               {"config_file", c.source_file},
                               {"core_clock_mhz", c.core_clock_mhz},
@@ -231,9 +248,10 @@ Command add_validate_command(CLI::App& app) {
       "run a table of workloads measured on real hardware (data/calibration/*.csv) on a preset and print the "
       "simulated cycles, the error per row and the mean absolute error");
   cmd->add_option("table", o->table,
-                  "calibration CSV: workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,<hw>_cycles "
-                  "(kind gemm, conv2d, layernorm, softmax, attention, encoder or model:NAME; an empty measurement is a "
-                  "prediction, not in the MAE; '#' lines are comments)")
+                  "calibration CSV: workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad and <hw>_cycles "
+                  "or <hw>_us (microseconds), optionally dtype (fp32, fp16, bf16) (kind gemm, conv2d, layernorm, "
+                  "softmax, add, relu, gelu, attention, encoder or model:NAME; an empty measurement is a prediction, "
+                  "not in the MAE; '#' lines are comments)")
       ->required();
   o->config.add_to(*cmd);
   cmd->add_option("-w,--workload", o->workloads, "run only this row (its workload name; repeatable)");

@@ -10,6 +10,7 @@
 #include <mlusim_ext.h>
 
 #include "mlusim/mlu/conv.h"
+#include "mlusim/mlu/elementwise.h"
 #include "mlusim/mlu/gemm.h"
 #include "mlusim/mlu/handle.h"
 #include "mlusim/mlu/norm.h"
@@ -62,21 +63,33 @@ class Session {
   std::vector<void*> buffers_;
 };
 
-mlu::TensorDesc desc(const std::string& workload, std::vector<std::int64_t> dims,
-                     std::vector<std::int64_t> strides = {}, mlu::Layout layout = mlu::Layout::kND) {
-  mlu::TensorDesc d;
-  const mlu::Status s = strides.empty() ? d.set(mlu::DType::kFloat32, dims, layout)
-                                        : d.set(mlu::DType::kFloat32, dims, strides, layout);
-  check(s, workload + ": tensor descriptor");
-  return d;
+sim::DType sim_dtype(RowDType dtype) {
+  switch (dtype) {
+    case RowDType::kFp32: return sim::DType::kFloat32;
+    case RowDType::kFp16: return sim::DType::kFloat16;
+    case RowDType::kBf16: return sim::DType::kBFloat16;
+  }
+  return sim::DType::kFloat32;
 }
 
-// [N, C, H, W] dims in `layout`: dense NCHW, or NHWC strides (torch's channels_last).
-mlu::TensorDesc activation(const std::string& workload, std::int64_t n, std::int64_t c, std::int64_t h,
-                           std::int64_t w, ConvLayout layout) {
-  if (layout == ConvLayout::kNchw) return desc(workload, {n, c, h, w}, {}, mlu::Layout::kNCHW);
-  return desc(workload, {n, c, h, w}, {h * w * c, 1, w * c, c}, mlu::Layout::kNCHW);
-}
+// Tensor descriptors of one row: its dtype, errors naming its workload.
+struct Descriptors {
+  std::string workload;
+  sim::DType dtype;
+
+  mlu::TensorDesc operator()(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& strides = {},
+                             mlu::Layout layout = mlu::Layout::kND) const {
+    mlu::TensorDesc d;
+    const mlu::Status s = strides.empty() ? d.set(dtype, dims, layout) : d.set(dtype, dims, strides, layout);
+    check(s, workload + ": tensor descriptor");
+    return d;
+  }
+  // [N, C, H, W] dims in `layout`: dense NCHW, or NHWC strides (torch's channels_last).
+  mlu::TensorDesc activation(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, ConvLayout layout) const {
+    if (layout == ConvLayout::kNchw) return (*this)({n, c, h, w}, {}, mlu::Layout::kNCHW);
+    return (*this)({n, c, h, w}, {h * w * c, 1, w * c, c}, mlu::Layout::kNCHW);
+  }
+};
 
 constexpr double kLayerNormEps = 1e-5;  // torch.nn.LayerNorm's default
 
@@ -137,10 +150,10 @@ class OpList {
 
 // PyTorchSim's attention: scores = k q^T / sqrt(D) [B, S, S], softmax along dim -2 (over the keys),
 // out = v^T scores [B, D, S]. q, k, v are [B, S, D] views with any strides (the encoder's heads).
-void attention_ops(OpList& ops, const std::string& workload, std::int64_t b, std::int64_t seq, std::int64_t dim,
+void attention_ops(OpList& ops, const Descriptors& desc, std::int64_t b, std::int64_t seq, std::int64_t dim,
                    const mlu::TensorDesc& q, const void* pq, const mlu::TensorDesc& k, const void* pk,
                    const mlu::TensorDesc& v, const void* pv, void* out) {
-  const mlu::TensorDesc scores = desc(workload, {b, seq, seq});
+  const mlu::TensorDesc scores = desc({b, seq, seq});
   void* ps = ops.buffer(scores);
   mlu::MatmulParams qk;
   qk.trans_b = true;
@@ -149,19 +162,19 @@ void attention_ops(OpList& ops, const std::string& workload, std::int64_t b, std
   ops.softmax(-2, scores, ps, scores, ps);
   mlu::MatmulParams pv_params;
   pv_params.trans_a = true;
-  ops.matmul(pv_params, v, pv, scores, ps, nullptr, nullptr, desc(workload, {b, dim, seq}), out);
+  ops.matmul(pv_params, v, pv, scores, ps, nullptr, nullptr, desc({b, dim, seq}), out);
 }
 
 // PyTorchSim's BERT EncoderBlock on x [S, H] with `heads` heads: q, k, v = x W^T + b; attention on
 // their [heads, S, H / heads] views; the result [heads, D, S] read as [S, H] (its view(-1, H));
 // LayerNorm(that W_o^T + b_o + x); LayerNorm(relu(. W_1^T + b_1) W_2^T + b_2 + .). One LayerNorm
 // module serves both norms (one weight and bias), as in the block.
-void encoder_ops(OpList& ops, const std::string& workload, std::int64_t heads, std::int64_t seq, std::int64_t hidden) {
+void encoder_ops(OpList& ops, const Descriptors& desc, std::int64_t heads, std::int64_t seq, std::int64_t hidden) {
   const std::int64_t dim = hidden / heads, ffn = 4 * hidden;
-  const mlu::TensorDesc act = desc(workload, {seq, hidden}), act4 = desc(workload, {seq, ffn});
-  const mlu::TensorDesc square = desc(workload, {hidden, hidden}), vec = desc(workload, {hidden});
-  const mlu::TensorDesc up = desc(workload, {ffn, hidden}), down = desc(workload, {hidden, ffn});
-  const mlu::TensorDesc vec4 = desc(workload, {ffn});
+  const mlu::TensorDesc act = desc({seq, hidden}), act4 = desc({seq, ffn});
+  const mlu::TensorDesc square = desc({hidden, hidden}), vec = desc({hidden});
+  const mlu::TensorDesc up = desc({ffn, hidden}), down = desc({hidden, ffn});
+  const mlu::TensorDesc vec4 = desc({ffn});
   void* x = ops.buffer(act);
   mlu::MatmulParams linear;
   linear.trans_b = true;  // torch.nn.Linear: x W^T with W [out, in]
@@ -170,9 +183,9 @@ void encoder_ops(OpList& ops, const std::string& workload, std::int64_t heads, s
     out = ops.buffer(act);
     ops.matmul(linear, act, x, square, ops.buffer(square), &vec, ops.buffer(vec), act, out);
   }
-  const mlu::TensorDesc head_view = desc(workload, {heads, seq, dim}, {dim, hidden, 1});
+  const mlu::TensorDesc head_view = desc({heads, seq, dim}, {dim, hidden, 1});
   void* att = ops.buffer(act);  // [heads, D, S], read as [S, H]
-  attention_ops(ops, workload, heads, seq, dim, head_view, qkv[0], head_view, qkv[1], head_view, qkv[2], att);
+  attention_ops(ops, desc, heads, seq, dim, head_view, qkv[0], head_view, qkv[1], head_view, qkv[2], att);
   void* ln_weight = ops.buffer(vec);
   void* ln_bias = ops.buffer(vec);
   void* r1 = ops.buffer(act);
@@ -191,42 +204,60 @@ void encoder_ops(OpList& ops, const std::string& workload, std::int64_t heads, s
 // Enqueues the row's op on the session's handle (asynchronous).
 void enqueue(Session& s, const CalibrationRow& row, ConvLayout layout) {
   mlu::Handle* h = s.handle();
-  const std::string& name = row.workload;
+  const Descriptors desc{row.workload, sim_dtype(row.dtype)};
   OpList ops(s);
   switch (row.kind) {
     case WorkloadKind::kGemm: {
-      const mlu::TensorDesc a = desc(name, {row.m, row.k}), b = desc(name, {row.k, row.n}), c = desc(name, {row.m, row.n});
+      const mlu::TensorDesc a = desc({row.m, row.k}), b = desc({row.k, row.n}), c = desc({row.m, row.n});
       ops.matmul({}, a, ops.buffer(a), b, ops.buffer(b), nullptr, nullptr, c, ops.buffer(c));
       break;
     }
     case WorkloadKind::kLayerNorm: {
-      const mlu::TensorDesc x = desc(name, {row.m, row.n}), affine = desc(name, {row.n});
+      const mlu::TensorDesc x = desc({row.m, row.n}), affine = desc({row.n});
       ops.layer_norm(x, ops.buffer(x), x, ops.buffer(x), affine, ops.buffer(affine), ops.buffer(affine));
       break;
     }
     case WorkloadKind::kSoftmax: {
-      const mlu::TensorDesc x = desc(name, {row.m, row.n});
+      const mlu::TensorDesc x = desc({row.m, row.n});
       ops.softmax(1, x, ops.buffer(x), x, ops.buffer(x));
       break;
     }
+    case WorkloadKind::kAdd: {
+      const mlu::TensorDesc x = desc({row.m, row.n});
+      const void* a = ops.buffer(x);
+      const void* b = ops.buffer(x);
+      void* y = ops.buffer(x);
+      ops.other([=, &s] { s.check_op(mlu::binary(h, mlu::BinaryOp::kAdd, x, a, x, b, x, y), "binary add"); });
+      break;
+    }
+    case WorkloadKind::kRelu:
+    case WorkloadKind::kGelu: {
+      const mlu::TensorDesc x = desc({row.m, row.n});
+      const void* in = ops.buffer(x);
+      void* y = ops.buffer(x);
+      const mlu::UnaryOp op = row.kind == WorkloadKind::kRelu ? mlu::UnaryOp::kRelu : mlu::UnaryOp::kGelu;
+      const char* what = workload_kind_name(row.kind);
+      ops.other([=, &s] { s.check_op(mlu::unary(h, op, x, in, x, y), what); });
+      break;
+    }
     case WorkloadKind::kAttention: {
-      const mlu::TensorDesc qkv = desc(name, {row.batch, row.seq, row.width});
+      const mlu::TensorDesc qkv = desc({row.batch, row.seq, row.width});
       void* q = ops.buffer(qkv);
       void* k = ops.buffer(qkv);
       void* v = ops.buffer(qkv);
-      attention_ops(ops, name, row.batch, row.seq, row.width, qkv, q, qkv, k, qkv, v, ops.buffer(qkv));
+      attention_ops(ops, desc, row.batch, row.seq, row.width, qkv, q, qkv, k, qkv, v, ops.buffer(qkv));
       break;
     }
     case WorkloadKind::kEncoder:
-      encoder_ops(ops, name, row.batch, row.seq, row.width);
+      encoder_ops(ops, desc, row.batch, row.seq, row.width);
       break;
     case WorkloadKind::kConv2d: {
       mlu::ConvParams p;
       p.stride_h = p.stride_w = static_cast<int>(row.stride);
       p.pad_h = p.pad_w = static_cast<int>(row.pad);
-      const mlu::TensorDesc x = activation(name, row.batch, row.cin, row.h, row.w, layout);
-      const mlu::TensorDesc w = activation(name, row.cout, row.cin, row.kernel, row.kernel, layout);
-      const mlu::TensorDesc y = activation(name, row.batch, row.cout, row.out_h(), row.out_w(), layout);
+      const mlu::TensorDesc x = desc.activation(row.batch, row.cin, row.h, row.w, layout);
+      const mlu::TensorDesc w = desc.activation(row.cout, row.cin, row.kernel, row.kernel, layout);
+      const mlu::TensorDesc y = desc.activation(row.batch, row.cout, row.out_h(), row.out_w(), layout);
       void* px = ops.buffer(x);
       void* pw = ops.buffer(w);
       void* py = ops.buffer(y);
@@ -313,11 +344,12 @@ RowResult ValidateRunner::run_ops(const CalibrationRow& row) const {
   // Roofline floor from what the op must do (libmlu's op record: MACs and minimum DRAM bytes).
   sim::MacsByDtype macs{};
   std::uint64_t min_bytes = 0;
+  const std::size_t dtype = static_cast<std::size_t>(sim_dtype(row.dtype));
   for (const mlu::OpRecord& op : s.handle()->ops()) {
-    macs[static_cast<std::size_t>(sim::DType::kFloat32)] += op.macs;
+    macs[dtype] += op.macs;
     min_bytes += op.bytes;
   }
-  r.macs = double(macs[static_cast<std::size_t>(sim::DType::kFloat32)]);
+  r.macs = double(macs[dtype]);
   r.bound_cycles = double(sim::roofline_bound_ps(config_, macs, min_bytes)) * 1e-3 * cycles_per_ns;
   return r;
 }

@@ -4,12 +4,14 @@
 // Each row runs on a fresh device (mlusimReset), so a row's result never depends on which rows ran
 // before it, in timing-only mode (mlusimSetTimingOnly: no floating-point arithmetic, the same
 // cycles by design), through the driver and libmlu exactly as a user's program would:
-//   gemm:      mlu::matmul, fp32 A[M,K] x B[K,N] -> C[M,N], row-major, no bias.
-//   conv2d:    mlu::conv2d_forward, fp32, x [B,Cin,H,W] and w [Cout,Cin,k,k] (torch's NCHW / OIHW
+// Every tensor has the row's dtype (fp32, fp16 or bf16; libmlu accumulates in fp32).
+//   gemm:      mlu::matmul, A[M,K] x B[K,N] -> C[M,N], row-major, no bias.
+//   conv2d:    mlu::conv2d_forward, x [B,Cin,H,W] and w [Cout,Cin,k,k] (torch's NCHW / OIHW
 //              dims), no bias, in the memory format `ConvLayout` says: channels_last (NHWC strides,
 //              what torch passes for memory_format=torch.channels_last) or dense NCHW.
 //   layernorm: mlu::layer_norm_forward over the last dim, with weight and bias.
 //   softmax:   mlu::softmax_forward along dim 1.
+//   add:       mlu::binary (BinaryOp::kAdd) of two [M,N] tensors; relu, gelu: mlu::unary.
 //   attention: mlu::matmul (k q^T, the 1/sqrt(D) scale as its alpha), mlu::softmax_forward along
 //              dim -2, mlu::matmul (v^T p): the three ops as written, as an XLA program runs them
 //              (two dots and a softmax fusion), not one fused attention kernel.
@@ -51,8 +53,14 @@ struct RowResult {
   std::uint64_t dram_bytes = 0;   // bytes the kernels read from and wrote to DRAM
   double macs = 0;                // multiply-accumulates the op's libmlu calls recorded
 
-  // Signed error of the simulation against `measured` cycles, in percent: 100 (sim - meas) / meas.
-  double error_pct(double measured) const { return 100.0 * (simulated_cycles - measured) / measured; }
+  // The simulated value in `unit`: cycles, or microseconds of simulated time.
+  double simulated(MeasuredUnit unit) const {
+    return unit == MeasuredUnit::kCycles ? simulated_cycles : simulated_ns * 1e-3;
+  }
+  // Signed error of the simulation against a measurement in `unit`, in percent: 100 (sim - meas) / meas.
+  double error_pct(double measured, MeasuredUnit unit = MeasuredUnit::kCycles) const {
+    return 100.0 * (simulated(unit) - measured) / measured;
+  }
 };
 
 class ValidateRunner {

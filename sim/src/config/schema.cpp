@@ -163,6 +163,11 @@ const std::vector<Field>& schema() {
 
       {"scalar.onchip_access_cycles", ValueType::kCount, "cycles", &HC::scalar_onchip_cycles, between(1, 1e6)},
 
+      // 0, the default: a launch's tasks start the moment it is submitted, what every preset meant
+      // before the key (device/scheduler.h).
+      {"scheduler.launch_latency_ns", ValueType::kReal, "ns", &HC::launch_latency_ns, between(0, kMaxNs, kLatencyWhy),
+       "0"},
+
       {"host.launch_overhead_ns", ValueType::kReal, "ns", &HC::launch_overhead_ns, between(0, kMaxNs, kLatencyWhy)},
       {"host.api_call_ns", ValueType::kReal, "ns", &HC::api_call_ns, between(0, kMaxNs, kLatencyWhy)},
   };

@@ -75,9 +75,9 @@ void Core::shutdown() {
   start_->notify(sc_core::SC_ZERO_TIME);
 }
 
-void Core::assign(const TaskAssignment& task) {
+void Core::assign(const TaskAssignment& task, Picos delay) {
   assignment_ = task;
-  start_->notify(sc_core::SC_ZERO_TIME);
+  start_->notify(delay == 0 ? sc_core::SC_ZERO_TIME : sc_delay(delay, "launch latency"));
 }
 
 Core& Core::current() {

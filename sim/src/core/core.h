@@ -52,7 +52,9 @@ class Core {
   bool is_memory_core() const { return memory_core_; }
   std::uint32_t cluster_index() const { return cluster_index_; }
   // Starts a task on this (idle) core at the current simulated time.
-  void assign(const TaskAssignment& task);
+  // Runs `task` after `delay` (the launch latency still to pass, device/scheduler.h); the core is
+  // busy from now.
+  void assign(const TaskAssignment& task, Picos delay = 0);
   void shutdown();
 
   // ---- kernel side: called through dev:: while this core runs a task ----

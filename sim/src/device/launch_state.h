@@ -42,6 +42,7 @@ struct LaunchState {
   std::uint64_t units_total = 0;     // BLOCK: tasks; UNION: groups
   std::uint64_t next_unit = 0;       // next task/group to dispatch
   std::uint32_t running = 0;         // tasks (incl. memory cores) currently on a core
+  Picos ready_abs = 0;               // absolute time its tasks may start: submission + scheduler.launch_latency_ns
   bool started = false;
   Picos start_abs = 0;               // absolute SystemC time its first task started (when started)
   bool faulted = false;

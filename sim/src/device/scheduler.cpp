@@ -44,9 +44,15 @@ std::uint64_t Scheduler::submit(KernelLaunch launch, std::function<void(const Ke
   r.dim = state->launch.dim;
   r.type = state->launch.type;
   r.submit_ps = device_.now();
+  state->ready_abs = device_.now_abs() + ceil_ps(device_.config.launch_latency_ns * 1000.0, "launch latency");
   launches_.push_back(std::move(state));
   dispatch();
   return r.id;
+}
+
+Picos Scheduler::start_delay(const LaunchState& l) const {
+  const Picos now = device_.now_abs();
+  return l.ready_abs > now ? l.ready_abs - now : 0;
 }
 
 bool Scheduler::place_block_task(LaunchState& l) {
@@ -58,7 +64,7 @@ bool Scheduler::place_block_task(LaunchState& l) {
       t.launch = &l;
       t.task_id = static_cast<std::uint32_t>(l.next_unit++);
       ++l.running;
-      core.assign(t);
+      core.assign(t, start_delay(l));
       return true;
     }
   }
@@ -83,14 +89,15 @@ bool Scheduler::place_union_group(LaunchState& l) {
   }
   UnionGroup* g = group.get();
   l.groups.push_back(std::move(group));
+  const Picos delay = start_delay(l);
   for (std::uint32_t i = 0; i < l.union_n; ++i) {
     const std::uint32_t cluster_first = first_task + i * cfg.cores_per_cluster;
     for (std::uint32_t k = 0; k < cfg.cores_per_cluster; ++k) {
-      free[i]->core(k).assign(TaskAssignment{&l, cluster_first + k, i, g});
+      free[i]->core(k).assign(TaskAssignment{&l, cluster_first + k, i, g}, delay);
       ++l.running;
     }
     // The memory core reports the task id of its cluster's first core.
-    free[i]->memory_core().assign(TaskAssignment{&l, cluster_first, i, g});
+    free[i]->memory_core().assign(TaskAssignment{&l, cluster_first, i, g}, delay);
     ++l.running;
   }
   return true;

@@ -2,6 +2,15 @@
 // core first); a UNIONn group starts only when n whole clusters (compute cores + memory core)
 // are free. Launches are served first come, first served: a launch whose next task cannot be
 // placed blocks later launches (so a waiting union launch is never starved by later ones).
+//
+// Launch latency (`scheduler.launch_latency_ns`, L): the device front end's work between a
+// kernel's submission (its queue's previous op done) and its tasks running: fetching the launch,
+// setting up its arguments, distributing its first tasks; a GPU's kernel launch latency. A task
+// placed at time t starts at max(t, submit + L); the core is reserved from t, and the kernel's
+// record starts at its first placement, so its span holds the latency:
+//   kernel span = L + tasks' time   (a launch alone on an idle device)
+// Back-to-back kernels of one queue each pay L (the next is submitted when the last completes);
+// launches of different queues overlap their latencies. L = 0 (the default): tasks start at once.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +44,8 @@ class Scheduler {
   bool place_block_task(LaunchState& l);
   bool place_union_group(LaunchState& l);
   void complete(LaunchState& l);
+  // How long a task of `l` placed now waits for the launch latency to pass.
+  Picos start_delay(const LaunchState& l) const;
 
   DeviceImpl& device_;
   std::deque<std::unique_ptr<LaunchState>> launches_;

@@ -196,6 +196,30 @@ TEST(Presets, TpuV3Figures) {
   EXPECT_DOUBLE_EQ(tfu_peak_tera(c, DType::kFloat32), tfu_peak_tera(c, DType::kFloat16));
 }
 
+// One NVIDIA H200 SXM from public figures and the driver's report of the measured part
+// (configs/h200.yaml: the H200 datasheet, the H100 and A100 architecture whitepapers, the CUDA
+// programming guide's throughput table).
+TEST(Presets, H200Figures) {
+  const HardwareConfig c = load_config("h200");
+  EXPECT_EQ(c.total_cores(), 132u);                   // 132 SMs, one per cluster
+  EXPECT_EQ(c.cores_per_cluster, 1u);
+  EXPECT_DOUBLE_EQ(c.core_clock_mhz, 1980.0);         // the SM clock's maximum
+  EXPECT_DOUBLE_EQ(c.dram_bandwidth_gbps, 4800.0);    // HBM3e 4.8 TB/s
+  EXPECT_EQ(c.l2_bytes, 60 * MiB);
+  EXPECT_EQ(c.nram_bytes, 256 * KiB);                 // the register file
+  EXPECT_EQ(c.wram_bytes + c.sram_bytes, 228 * KiB);  // the shared memory, split over two roles
+  EXPECT_EQ(c.vfu_width_bytes / 4, 128u);             // 128 FP32 lanes per SM
+  EXPECT_EQ(c.tfu_array(DType::kFloat16).count, 4u);  // 4 tensor cores per SM
+  // The datasheet's dense peaks are at 1830 MHz: fp16/bf16 989.4 TFLOPS, TF32 494.7, INT8 1978.9 TOPS.
+  const double datasheet_clock = 1830.0 / 1980.0;
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kFloat16) * datasheet_clock, 989.4, 0.5);
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kBFloat16) * datasheet_clock, 989.4, 0.5);
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kFloat32) * datasheet_clock, 494.7, 0.5);
+  EXPECT_NEAR(tfu_peak_tera(c, DType::kInt8) * datasheet_clock, 1978.9, 0.5);
+  EXPECT_TRUE(c.computes(DType::kBFloat16));
+  EXPECT_EQ(c.capability_major, 9u);
+}
+
 // Vector ops/cycle/core fp16/fp32 (notes/hardware.md): MLU270 64/32, MLU370 128/64. An FMA lane
 // counts 2 ops, so ops/cycle = width / dtype size x 2.
 TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
@@ -212,7 +236,7 @@ TEST(Presets, VfuWidthMatchesPublishedVectorRate) {
 
 // One core alone must not saturate DRAM, or DRAM contention between cores never shows.
 TEST(Presets, PerCoreDmaIsBelowDramBandwidth) {
-  for (const char* name : {"mlu370-x4", "mlu270", "mlu590", "tiny"}) {
+  for (const char* name : {"mlu370-x4", "mlu270", "mlu590", "h200", "tiny"}) {
     SCOPED_TRACE(name);
     const HardwareConfig c = load_config(name);
     EXPECT_LT(c.io_dma_bandwidth_gbps, c.dram_bandwidth_gbps);

@@ -102,5 +102,45 @@ TEST_F(SimulatorLoop, HostCopiesUseTheHostLink) {
   EXPECT_EQ(back, src);
 }
 
+// scheduler.launch_latency_ns (device/scheduler.h): a launch's tasks start L after its submission;
+// its record spans L plus the tasks; union groups wait the same; with L = 0 tasks start at once.
+TEST_F(SimulatorLoop, LaunchLatencyDelaysTheFirstTasksAndCountsInTheSpan) {
+  auto work = [] {
+    auto a = nram_alloc<float>(320);
+    vec_fill(DType::kFloat32, a, 0.0, 320);  // 10 + 320 / 32 = 20 cycles on tiny (1 GHz)
+  };
+  const KernelRecord plain = run("plain", work);
+  EXPECT_EQ(plain.end_ps - plain.start_ps, 20'000u);
+  build("tiny", {{"scheduler.launch_latency_ns", "150"}});
+  Simulator& sim = Simulator::instance();
+  const Picos t0 = sim.now();
+  const KernelRecord late = run("late", work);
+  EXPECT_EQ(late.start_ps, t0);                          // the record starts at submission ...
+  EXPECT_EQ(late.end_ps - late.start_ps, 170'000u);      // ... and holds the latency
+  EXPECT_EQ(device().stats().kernels.back().cycles, 170u);
+  // More tasks than cores: the first wave waits L, later tasks start as cores free up.
+  const std::uint32_t cores = cfg().total_cores();
+  const KernelRecord waves = run("waves", work, {2 * cores, 1, 1});
+  EXPECT_EQ(waves.end_ps - waves.start_ps, 150'000u + 2 * 20'000u);
+  // A union launch: its memory cores wait too.
+  const KernelRecord u = run("union", [] {
+    if (core_id() != kMemoryCoreId) {
+      auto a = nram_alloc<float>(320);
+      vec_fill(DType::kFloat32, a, 0.0, 320);
+    }
+    sync_cluster();
+  }, {cfg().cores_per_cluster, 1, 1}, FunctionType::kUnion1);
+  EXPECT_GE(u.end_ps - u.start_ps, 170'000u);
+  // Two launches submitted together (two queues) overlap their latencies.
+  Picos ends[2] = {0, 0};
+  const Picos t1 = sim.now();
+  for (int i = 0; i < 2; ++i)
+    device().submit(KernelLaunch{"k" + std::to_string(i), work, {1, 1, 1}, FunctionType::kBlock},
+                    [&ends, i](const KernelRecord& r) { ends[i] = r.end_ps; });
+  sim.run_until_idle();
+  EXPECT_EQ(ends[0] - t1, 170'000u);
+  EXPECT_EQ(ends[1] - t1, 170'000u);
+}
+
 }  // namespace
 }  // namespace mlusim::sim::testing

@@ -117,6 +117,10 @@ struct HardwareConfig {
   // --- scalar unit ---
   std::uint32_t scalar_onchip_cycles;  // `scalar.onchip_access_cycles`: one NRAM/WRAM/SRAM load/store
 
+  // --- device front end ---
+  double launch_latency_ns;         // `scheduler.launch_latency_ns`: a kernel's submission to its first
+                                    // tasks starting (device/scheduler.h)
+
   // --- host-side costs charged by the driver ---
   double launch_overhead_ns;        // `host.launch_overhead_ns`: host time of one kernel launch call
   double api_call_ns;               // `host.api_call_ns`: host time of any other driver call
