@@ -285,10 +285,12 @@ GemmPlan search_plan(const GemmProblem& p, const DeviceModel& d, const ColOperan
   const std::size_t row_unit = tfu ? (d.weight_stationary ? 8 : d.tfu_rows) : 1;
   const std::size_t col_unit = tfu ? d.tfu_cols : vfu_lanes;
   // Output-stationary: a strip of exactly R rows is one fold row, the cheapest intrinsic that
-  // uses the whole array. Weight-stationary streams M, so longer strips amortise its fill.
+  // uses the whole array; 2R and 4R rows where that intrinsic is shorter than the latency of the
+  // copy feeding the next strip (checked per candidate below). Weight-stationary streams M, so longer
+  // strips amortise its fill.
   std::vector<std::size_t> strip_rows;
   if (tfu && !d.weight_stationary)
-    strip_rows = {d.tfu_rows};
+    strip_rows = {d.tfu_rows, 2 * d.tfu_rows, 4 * d.tfu_rows};
   else if (tfu)
     strip_rows = {64, 128, 256};
   else
@@ -321,6 +323,14 @@ GemmPlan search_plan(const GemmProblem& p, const DeviceModel& d, const ColOperan
           const std::size_t nt_cap = tfu ? d.wram_bytes / (2 * kc * es) : d.nram_bytes / (4 * kc * es);
           for (std::size_t nt : divisions(p.cols, col_unit * pc, nt_cap * pc, 14)) {
             plan.nt = nt / pc;
+            // A taller output-stationary strip only pays where an R-row strip cannot hide the
+            // latency of its successor's X copy (the per-strip prefetch, gemm_engine.h): there it
+            // amortises the latency over more rows; elsewhere it only lengthens the first load and
+            // the last strip's epilogue, which nothing overlaps.
+            if (tfu && !d.weight_stationary && ms > d.tfu_rows) {
+              const std::uint32_t latency = plan.x_staged ? d.move_latency_cycles : d.io_latency_cycles;
+              if (d.matmul_cycles(d.tfu_rows, kc, plan.nt) >= latency) continue;
+            }
             plan.mt = ms;
             plan.a_strips = 1;
             const EngineBuffers fixed = engine_buffers(p, plan, y, ksplit > 1, cpc);

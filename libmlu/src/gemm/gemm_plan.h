@@ -20,7 +20,10 @@
 //
 // Why these shapes: a TFU intrinsic costs folds x (K + R + C - 2) cycles (output-stationary,
 // tfu_timing.h) for folds = ceil(M/R) x ceil(N/C), so K per intrinsic must be large (kc >= 512
-// keeps the fill/drain below 15% on a 32x46 array) and M, N whole multiples of R and C. DRAM
+// keeps the fill/drain below 15% on a 32x46 array) and M, N whole multiples of R and C. A strip
+// is R rows (one fold row) on an output-stationary array, or 2R / 4R where an R-row intrinsic
+// is shorter than the latency of the copy that brings the next strip (each iteration waits for
+// its successor's copies, gemm_engine.h; a GPU-like preset's ~500-cycle DRAM latency). DRAM
 // traffic per MAC is es x (1/rows + 1/cols) of the cluster tile, so the tile must be as large as
 // the accumulator space allows. The planner enumerates candidates that fit NRAM/WRAM/SRAM and
 // picks the least estimated time: a 4-norm of the compute makespan (greedy longest-first schedule

@@ -1,8 +1,8 @@
 // The GEMM engine under forced tilings on the tiny preset: every staging mode (X through the SRAM
 // ring, Y through SRAM panels, direct loads), accumulators streamed through SRAM, split depth with
 // the reduction kernel, and the TFU intrinsic count each plan implies. Also: halving NRAM and WRAM
-// changes the intrinsic count, never the numbers (beyond fp32 summation order); the VFU path on a
-// preset without an fp TFU.
+// changes the intrinsic count, never the numbers (beyond fp32 summation order); taller strips
+// where copy latency is exposed; the VFU path on a preset without an fp TFU.
 #include <numeric>
 
 #include "common/mlu_test.h"
@@ -120,6 +120,43 @@ TEST_F(EngineTest, HalvingOnChipMemoryChangesIntrinsicsNotNumbers) {
   EXPECT_NE(full, half);
   // Both match the reference (checked in run); they differ at most by fp32 summation order.
   for (std::size_t i = 0; i < c_full.size(); ++i) EXPECT_NEAR(c_full[i], c_half[i], 1e-4 * (1 + std::fabs(c_full[i])));
+}
+
+// Output-stationary strips of 2R or 4R rows (one intrinsic of several fold rows each): the same
+// product, one intrinsic per strip.
+TEST_F(EngineTest, TallStripsComputeTheSameProduct) {
+  const std::size_t m = 37, k = 300, n = 29;
+  // X direct or through the SRAM ring; all strips in NRAM, or three of five streamed through SRAM.
+  for (gemm::GemmPlan plan : {forced(4, 1, 16, 32, 2, 96, 1), forced(1, 4, 16, 8, 2, 128, 1),
+                              forced(1, 4, 40, 8, 2, 128, 1)}) {
+    plan.ms = 8;
+    std::uint64_t intrinsics = 0;
+    run(m, k, n, &plan, true, &intrinsics);
+    EXPECT_EQ(intrinsics, expected_intrinsics(gemm::GemmProblem{1, m, n, k}, plan)) << plan.str();
+  }
+}
+
+// The planner takes taller strips only where an R-row strip's intrinsic is shorter than the
+// latency of the copy feeding the next strip (gemm_plan.cpp). On mlu370-x4 a 512^3 fp32 GEMM
+// keeps 16-row strips (its estimate alone would take 64: an unoverlapped first load and last
+// epilogue it does not count); on tiny with copies that wait 5000 cycles (DRAM and on-chip alike)
+// the strips grow, and the numbers stay right.
+TEST_F(EngineTest, TallerStripsOnlyWhereTheCopyLatencyIsExposed) {
+  auto reload = [this](const char* preset, std::vector<const char*> sets) {
+    ASSERT_EQ(mlusimLoadConfigWithOverrides(preset, sets.data(), sets.size()), cnrtSuccess);
+    Handle::destroy(handle_);
+    allocations_.clear();
+    ASSERT_EQ(Handle::create(&handle_), Status::kSuccess);
+  };
+  gemm::GemmPlan plan;
+  std::uint64_t intrinsics = 0;
+  reload("mlu370-x4", {});
+  run(512, 512, 512, &plan, false, &intrinsics);
+  EXPECT_EQ(plan.ms, gemm::device_model(h(), DType::kFloat32).tfu_rows) << plan.str();
+  reload("tiny", {"dram.latency_ns=5000", "dma.move_latency_cycles=5000"});
+  run(160, 600, 96, &plan, false, &intrinsics);
+  EXPECT_GT(plan.ms, 4u) << plan.str();  // tiny's fp32 array is 4 x 4
+  EXPECT_EQ(intrinsics, expected_intrinsics(gemm::GemmProblem{1, 160, 96, 600}, plan));
 }
 
 TEST_F(EngineTest, VfuPathWithoutAnFpTfu) {
