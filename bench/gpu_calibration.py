@@ -83,40 +83,61 @@ def read_table(path):
     return comments, header, rows, measured[0]
 
 
-def size(row, column, default=None):
-    text = row.get(column, "")
-    if text == "":
-        if default is not None:
-            return default
-        raise TableError(f"line {row['_line']}: column '{column}' is empty")
-    if not text.isdigit() or int(text) < 0:
-        raise TableError(f"line {row['_line']}: column '{column}': expected an integer, got '{text}'")
-    return int(text)
+# Columns each kind reads, as (column, minimum); the others are ignored (tools/mlusim/calibration_table.h).
+KIND_COLUMNS = {
+    "gemm": [("M_or_B", 1), ("K_or_H", 1), ("N_or_W", 1)],
+    "conv2d": [("M_or_B", 1), ("K_or_H", 1), ("N_or_W", 1), ("Cin", 1), ("Cout", 1), ("kernel", 1),
+               ("stride", 1), ("pad", 0)],
+    "attention": [("M_or_B", 1), ("K_or_H", 1), ("N_or_W", 1)],
+    "model": [("M_or_B", 1)],
+}
+for _kind in ("layernorm", "softmax", "add", "relu", "gelu"):
+    KIND_COLUMNS[_kind] = [("M_or_B", 1), ("N_or_W", 1)]
 
 
-def build(row, device):
-    """Returns (run: a callable running the workload once, setup notes) for one row."""
+def check_row(row, path):
+    """The row's kind, dtype and sizes, or a TableError naming the file, line and column."""
+    where = f"{path}:{row['_line']}"
     kind = row["kind"]
-    dtype_name = row.get("dtype", "") or "fp32"
-    if dtype_name not in DTYPES:
-        raise TableError(f"line {row['_line']}: column 'dtype': expected fp32, fp16 or bf16, got '{dtype_name}'")
-    dt = DTYPES[dtype_name]
+    base = "model" if kind.startswith("model:") else kind
+    if base not in KIND_COLUMNS or (base == "model" and kind == "model:"):
+        raise TableError(f"{where}: column 'kind': '{kind}' is not a kind this script runs "
+                         f"(gemm, conv2d, layernorm, softmax, add, relu, gelu, attention, model:NAME)")
+    dtype = row.get("dtype", "") or "fp32"
+    if dtype not in DTYPES:
+        raise TableError(f"{where}: column 'dtype': expected fp32, fp16 or bf16, got '{dtype}'")
+    if base == "model" and dtype != "fp32":
+        raise TableError(f"{where}: column 'dtype': model rows run in fp32, not {dtype}")
+    sizes = {}
+    for column, minimum in KIND_COLUMNS[base]:
+        text = row.get(column, "")
+        if text == "":
+            raise TableError(f"{where}: column '{column}' is empty")
+        if not text.isdigit() or int(text) < minimum:
+            raise TableError(f"{where}: column '{column}': expected an integer >= {minimum}, got '{text}'")
+        sizes[column] = int(text)
+    if base == "conv2d":
+        for axis in ("K_or_H", "N_or_W"):
+            if sizes[axis] + 2 * sizes["pad"] < sizes["kernel"]:
+                raise TableError(f"{where}: column 'kernel': {sizes['kernel']} is larger than the padded input")
+    return {"kind": kind, "dtype": DTYPES[dtype], "sizes": sizes}
+
+
+def build(spec, device):
+    """A callable that runs the checked row `spec` (check_row) once."""
+    kind, dt, z = spec["kind"], spec["dtype"], spec["sizes"]
     opts = dict(device=device, dtype=dt)
     if kind == "gemm":
-        m, k, n = size(row, "M_or_B"), size(row, "K_or_H"), size(row, "N_or_W")
-        a, b = torch.randn(m, k, **opts), torch.randn(k, n, **opts)
-        out = torch.empty(m, n, **opts)
+        a, b = torch.randn(z["M_or_B"], z["K_or_H"], **opts), torch.randn(z["K_or_H"], z["N_or_W"], **opts)
+        out = torch.empty(z["M_or_B"], z["N_or_W"], **opts)
         return lambda: torch.mm(a, b, out=out)
     if kind == "conv2d":
-        bsz, h, w = size(row, "M_or_B"), size(row, "K_or_H"), size(row, "N_or_W")
-        cin, cout, ks = size(row, "Cin"), size(row, "Cout"), size(row, "kernel")
-        stride, pad = size(row, "stride", 1), size(row, "pad", 0)
         cl = torch.channels_last
-        x = torch.randn(bsz, cin, h, w, **opts).contiguous(memory_format=cl)
-        wt = torch.randn(cout, cin, ks, ks, **opts).contiguous(memory_format=cl)
-        return lambda: F.conv2d(x, wt, None, stride, pad)
+        x = torch.randn(z["M_or_B"], z["Cin"], z["K_or_H"], z["N_or_W"], **opts).contiguous(memory_format=cl)
+        wt = torch.randn(z["Cout"], z["Cin"], z["kernel"], z["kernel"], **opts).contiguous(memory_format=cl)
+        return lambda: F.conv2d(x, wt, None, z["stride"], z["pad"])
     if kind in ("layernorm", "softmax", "add", "relu", "gelu"):
-        m, n = size(row, "M_or_B"), size(row, "N_or_W")
+        m, n = z["M_or_B"], z["N_or_W"]
         x = torch.randn(m, n, **opts)
         if kind == "layernorm":
             weight, bias = torch.randn(n, **opts), torch.randn(n, **opts)
@@ -128,7 +149,7 @@ def build(row, device):
             return lambda: torch.add(x, y)
         return (lambda: F.relu(x)) if kind == "relu" else (lambda: F.gelu(x))
     if kind == "attention":
-        bsz, seq, dim = size(row, "M_or_B"), size(row, "K_or_H"), size(row, "N_or_W")
+        bsz, seq, dim = z["M_or_B"], z["K_or_H"], z["N_or_W"]
         q, k, v = (torch.randn(bsz, seq, dim, **opts) for _ in range(3))
         scores = torch.empty(bsz, seq, seq, **opts)
         scale = 1.0 / math.sqrt(dim)
@@ -138,26 +159,24 @@ def build(row, device):
             p = torch.softmax(s, -2)
             return torch.bmm(v.transpose(1, 2), p)
         return attention
-    if kind.startswith("model:"):
-        import torchvision
-        name, bsz = kind[len("model:"):], size(row, "M_or_B")
-        if not hasattr(torchvision.models, name):
-            raise TableError(f"line {row['_line']}: torchvision has no model '{name}'")
-        model = getattr(torchvision.models, name)(weights=None).eval()
-        from torch.fx.experimental.optimization import fuse
-        model = fuse(model).to(device=device, dtype=dt, memory_format=torch.channels_last)
-        x = torch.randn(bsz, 3, 224, 224, **opts).contiguous(memory_format=torch.channels_last)
-        if device == "cpu":
-            return lambda: model(x)
-        with torch.no_grad():
-            for _ in range(3):  # cuDNN autotuning and lazy init outside the capture
-                model(x)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                model(x)
-        return graph.replay
-    raise TableError(f"line {row['_line']}: column 'kind': '{kind}' is not a kind this script runs")
+    import torchvision
+    name = kind[len("model:"):]
+    if not hasattr(torchvision.models, name):
+        raise TableError(f"column 'kind': torchvision has no model '{name}'")
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    from torch.fx.experimental.optimization import fuse
+    model = fuse(model).to(device=device, dtype=dt, memory_format=torch.channels_last)
+    x = torch.randn(z["M_or_B"], 3, 224, 224, **opts).contiguous(memory_format=torch.channels_last)
+    if device == "cpu":
+        return lambda: model(x)
+    with torch.no_grad():
+        for _ in range(3):  # cuDNN autotuning and lazy init outside the capture
+            model(x)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            model(x)
+    return graph.replay
 
 
 class ClockSampler:
@@ -274,16 +293,17 @@ def main(argv=None):
         env.update(sms=prop.multi_processor_count, memory_bytes=prop.total_memory,
                    l2_bytes=getattr(prop, "L2_cache_size", None))
     print(json.dumps(env), flush=True)
+    selected = [r for r in rows if not a.workload or r["workload"] in a.workload]
+    try:  # every selected row is checked before anything is measured
+        specs = [check_row(r, a.table) for r in selected]
+    except TableError as e:
+        print(f"gpu_calibration: {e}", file=sys.stderr)
+        return 2
     results = []
-    for row in rows:
-        if a.workload and row["workload"] not in a.workload:
-            continue
+    for row, spec in zip(selected, specs):
         try:
-            run = build(row, a.device)
+            run = build(spec, a.device)
             samples, mhz = time_row(run, a.device, a.warmup, a.reps, flush, sampler)
-        except TableError as e:
-            print(f"gpu_calibration: {a.table}:{e}", file=sys.stderr)
-            return 2
         except Exception as e:  # a row that cannot run (e.g. out of memory) is reported, the rest go on
             print(f"{row['workload']}: FAILED: {type(e).__name__}: {e}", flush=True)
             results.append((row, None, None, [], str(e)))

@@ -5,13 +5,15 @@ The source of the `h200` preset's scheduler.launch_latency_ns (configs/h200.yaml
 of the launch path alone, separate from the calibration rows it is then compared with.
 
 Method (as bench/gpu_calibration.py times its rows): each sample zeroes a 256 MiB buffer first, so
-the GPU is busy while the host queues the sample (no host gap inside it), then records a CUDA
-event, runs N launches of a one-element kernel (torch.add on a 1-element tensor: the smallest
-kernel PyTorch launches, one thread block), and records a second event. Reported per N (1, 2, 4,
-16, 64), eagerly and replayed from a CUDA graph: the median of --reps samples in microseconds.
-The slope over N is the cost each further launch adds back to back; the intercept (N = 1 less one
-slope) is what a single kernel's event-timed span carries beyond it (event processing and the
-kernel's completion).
+the GPU is busy while the host queues the sample, then records a CUDA event, runs N launches of a
+one-element kernel (torch.add on a 1-element tensor: the smallest kernel PyTorch launches, one
+thread block), and records a second event. Reported per N (1, 2, 4, 16, 64), replayed from a CUDA
+graph (graph_*: one launch of the host, so no host gap inside a sample) and launched eagerly
+(eager_*: once the host's N launches outlast the zeroing, ~65 us on an H200, the sample waits for
+the host: from N = 16 on these are host-bound, not the device's cost): the median of --reps
+samples in microseconds. The slope over the last two N is the cost each further launch adds back
+to back; the intercept (N = 1 less one slope) is what a single kernel's event-timed span carries
+beyond it (event processing and the kernel's completion). `empty_us` is the two events alone.
 """
 import argparse
 import json

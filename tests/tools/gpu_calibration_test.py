@@ -43,14 +43,22 @@ assert float(rows[0]["gpu_us"]) > 0 and all(r["gpu_us"] == "" for r in rows[1:])
 bad = os.path.join(work, "bad.csv")
 header = "workload,kind,dtype,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad,gpu_us\n"
 for body, message in [
-    ("x,matmul,fp32,1,2,3,,,,,,\n", "line 2: column 'kind': 'matmul' is not a kind this script runs"),
-    ("x,gemm,fp64,1,2,3,,,,,,\n", "line 2: column 'dtype': expected fp32, fp16 or bf16, got 'fp64'"),
-    ("x,gemm,fp32,1,,3,,,,,,\n", "line 2: column 'K_or_H' is empty"),
-    ("x,gemm,fp32,1,two,3,,,,,,\n", "line 2: column 'K_or_H': expected an integer, got 'two'"),
+    ("x,matmul,fp32,1,2,3,,,,,,\n", "bad.csv:2: column 'kind': 'matmul' is not a kind this script runs"),
+    ("x,gemm,fp64,1,2,3,,,,,,\n", "bad.csv:2: column 'dtype': expected fp32, fp16 or bf16, got 'fp64'"),
+    ("x,gemm,fp32,1,,3,,,,,,\n", "bad.csv:2: column 'K_or_H' is empty"),
+    ("x,gemm,fp32,1,two,3,,,,,,\n", "bad.csv:2: column 'K_or_H': expected an integer >= 1, got 'two'"),
+    ("x,gemm,fp32,1,0,3,,,,,,\n", "bad.csv:2: column 'K_or_H': expected an integer >= 1, got '0'"),
+    ("x,conv2d,fp32,1,2,2,4,4,7,1,1,\n", "bad.csv:2: column 'kernel': 7 is larger than the padded input"),
+    ("x,model:resnet18,fp16,1,,,,,,,,\n", "bad.csv:2: column 'dtype': model rows run in fp32, not fp16"),
     ("x,gemm,fp32,1,2,3,,,,,\n", "bad.csv:2: 11 fields, the header has 12"),
+    # A bad row after a good one: refused before anything is measured.
+    ("ok,gemm,fp32,4,4,4,,,,,,\nx,relu,fp32,4,,,,,,,,\n", "bad.csv:3: column 'N_or_W' is empty"),
 ]:
     open(bad, "w").write(header + body)
+    if os.path.exists(out_csv):
+        os.remove(out_csv)
     expect_error([bad, "--device", "cpu", "--out", out_csv], message)
+    assert not os.path.exists(out_csv), "nothing is written for a bad table"
 open(bad, "w").write(header.replace("gpu_us", "gpu_cycles") + "x,gemm,fp32,1,2,3,,,,,,\n")
 expect_error([bad, "--device", "cpu", "--out", out_csv], "expected exactly one '<hw>_us' column")
 expect_error([table, "--device", "cpu", "--out", out_csv, "-w", "nope"], "--workload: 'nope' is not a row of")

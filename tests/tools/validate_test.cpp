@@ -14,6 +14,7 @@
 #include "calibration_table.h"
 #include "mlusim/mlu/gemm.h"
 #include "mlusim/mlu/handle.h"
+#include "mlusim/sim/roofline.h"
 #include "validate_runner.h"
 
 #ifndef MLUSIM_TEST_DATA_DIR
@@ -192,21 +193,21 @@ TEST(CalibrationTable, MicrosecondColumnDtypesAndElementwiseKinds) {
   EXPECT_EQ(t.measured_column, "gpu_us");
   EXPECT_EQ(t.measured_unit, MeasuredUnit::kMicroseconds);
   ASSERT_EQ(t.rows.size(), 4u);
-  EXPECT_EQ(t.rows[0].dtype, RowDType::kFp16);
+  EXPECT_EQ(t.rows[0].dtype, sim::DType::kFloat16);
   EXPECT_DOUBLE_EQ(t.rows[0].measured, 12.5);
   EXPECT_EQ(t.rows[1].kind, WorkloadKind::kAdd);
-  EXPECT_EQ(t.rows[1].dtype, RowDType::kBf16);
+  EXPECT_EQ(t.rows[1].dtype, sim::DType::kBFloat16);
   EXPECT_EQ(t.rows[1].m, 8);
   EXPECT_EQ(t.rows[1].n, 4096);
   EXPECT_EQ(t.rows[2].kind, WorkloadKind::kRelu);
-  EXPECT_EQ(t.rows[2].dtype, RowDType::kFp32);  // empty dtype: fp32
+  EXPECT_EQ(t.rows[2].dtype, sim::DType::kFloat32);  // empty dtype: fp32
   EXPECT_FALSE(t.rows[2].is_measured());
   EXPECT_EQ(t.rows[3].kind, WorkloadKind::kGelu);
   EXPECT_STREQ(workload_kind_name(t.rows[3].kind), "gelu");
-  EXPECT_STREQ(row_dtype_name(t.rows[0].dtype), "fp16");
+  EXPECT_EQ(sim::dtype_name(t.rows[0].dtype), "fp16");
   EXPECT_DOUBLE_EQ(t.rows[1].macs(), 0.0);
   // Tables without a dtype column are fp32; cycle columns stay cycles.
-  EXPECT_EQ(parse_calibration_table(kHeader + "g,gemm,1,2,3,,,,,,10\n", "t.csv").rows[0].dtype, RowDType::kFp32);
+  EXPECT_EQ(parse_calibration_table(kHeader + "g,gemm,1,2,3,,,,,,10\n", "t.csv").rows[0].dtype, sim::DType::kFloat32);
   EXPECT_EQ(parse_calibration_table(kHeader + "g,gemm,1,2,3,,,,,,10\n", "t.csv").measured_unit, MeasuredUnit::kCycles);
 
   ExpectTableError(header + "g,gemm,fp64,1,2,3,,,,,,10,\n",
@@ -303,7 +304,7 @@ TEST(ValidateRunner, GemmRowIsTheOpsKernelSpanOnTheConfig) {
   EXPECT_NEAR(r.bound_cycles, 3.0 * 256 * 256 * 4 / (450.0 / 0.94), 1.0);
   EXPECT_GE(r.simulated_cycles, r.bound_cycles);
   EXPECT_GE(r.dram_bytes, 3u * 256 * 256 * 4);
-  EXPECT_DOUBLE_EQ(r.error_pct(r.simulated_cycles / 2), 100.0);
+  EXPECT_DOUBLE_EQ(r.error_pct(r.simulated_cycles / 2, MeasuredUnit::kCycles), 100.0);
 }
 
 TEST(ValidateRunner, RowsAreIndependentAndOverridesApply) {
@@ -373,22 +374,46 @@ TEST(ValidateRunner, ElementwiseRows) {
 }
 
 // A row's dtype reaches its tensors: fp16 moves half the bytes of fp32 and runs on the fp16
-// array, whose MACs the roofline counts at the fp16 peak.
+// array, whose MACs the roofline counts at the fp16 peak; a bf16 row on a preset without bf16
+// arithmetic is an error naming the row.
 TEST(ValidateRunner, RowDtypeSetsTheTensorsType) {
   const ValidateRunner runner("tpu-v3", {}, ConvLayout::kChannelsLast);
   CalibrationRow add = kind_row("add", WorkloadKind::kAdd);
   add.m = 256, add.n = 1024;
   const RowResult add32 = runner.run(add);
-  add.dtype = RowDType::kFp16;
+  add.dtype = sim::DType::kFloat16;
   const RowResult add16 = runner.run(add);
   EXPECT_NEAR(add16.bound_cycles, add32.bound_cycles / 2, 1.0);
   EXPECT_LT(add16.dram_bytes, add32.dram_bytes);
   CalibrationRow g = gemm_row("g16", 512, 512, 512);
-  g.dtype = RowDType::kFp16;
+  g.dtype = sim::DType::kFloat16;
   const RowResult r = runner.run(g);
   EXPECT_DOUBLE_EQ(r.macs, 512.0 * 512 * 512);
   EXPECT_GE(r.simulated_cycles, r.bound_cycles);
   EXPECT_GT(r.tfu_cycles, 0u);
+  // On mlu370-x4, whose fp16 array is larger than its fp32 one, a compute-bound fp16 GEMM's bound
+  // is its MACs at the fp16 peak (A, B and C moved once in fp16), not at fp32's.
+  const ValidateRunner mlu("mlu370-x4", {}, ConvLayout::kChannelsLast);
+  CalibrationRow big = gemm_row("big16", 2048, 2048, 2048);
+  big.dtype = sim::DType::kFloat16;
+  const std::uint64_t bytes = 3ull * 2048 * 2048 * 2;
+  sim::MacsByDtype as16{}, as32{};
+  as16[static_cast<std::size_t>(sim::DType::kFloat16)] = 2048ull * 2048 * 2048;
+  as32[static_cast<std::size_t>(sim::DType::kFloat32)] = 2048ull * 2048 * 2048;
+  const double cycles_per_ps = mlu.config().core_clock_mhz * 1e-6;
+  const double bound16 = double(sim::roofline_bound_ps(mlu.config(), as16, bytes)) * cycles_per_ps;
+  const double bound32 = double(sim::roofline_bound_ps(mlu.config(), as32, bytes)) * cycles_per_ps;
+  ASSERT_LT(bound16, 0.9 * bound32);
+  EXPECT_NEAR(mlu.run(big).bound_cycles, bound16, 1.0);
+  CalibrationRow b16 = kind_row("bf16_add", WorkloadKind::kAdd);
+  b16.m = 16, b16.n = 64, b16.dtype = sim::DType::kBFloat16;
+  try {
+    runner.run(b16);
+    ADD_FAILURE() << "a bf16 row ran on tpu-v3 (vfu.bf16 false)";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("bf16_add:"));
+    EXPECT_THAT(e.what(), HasSubstr("bf16"));
+  }
   // A measurement in microseconds is compared with the simulated time.
   EXPECT_NEAR(r.simulated(MeasuredUnit::kMicroseconds), r.simulated_ns / 1000, 1e-9);
   EXPECT_NEAR(r.error_pct(r.simulated_ns / 2000, MeasuredUnit::kMicroseconds), 100.0, 1e-9);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace mlusim::cli {
@@ -106,15 +107,6 @@ const char* workload_kind_name(WorkloadKind kind) {
   return "?";
 }
 
-const char* row_dtype_name(RowDType dtype) {
-  switch (dtype) {
-    case RowDType::kFp32: return "fp32";
-    case RowDType::kFp16: return "fp16";
-    case RowDType::kBf16: return "bf16";
-  }
-  return "?";
-}
-
 double CalibrationRow::macs() const {
   const double s = double(seq), hd = double(width);
   switch (kind) {
@@ -185,12 +177,10 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
     const auto [previous, fresh] = seen.emplace(row.workload, line);
     if (!fresh) r.fail("workload", "'" + row.workload + "' already names line " + std::to_string(previous->second));
     const std::string dtype = columns.count(kDTypeColumn) != 0 ? r.text(kDTypeColumn) : "";
-    if (dtype == "fp16")
-      row.dtype = RowDType::kFp16;
-    else if (dtype == "bf16")
-      row.dtype = RowDType::kBf16;
-    else if (dtype != "fp32" && !dtype.empty())
+    const std::optional<sim::DType> parsed = dtype.empty() ? sim::DType::kFloat32 : sim::dtype_from_name(dtype);
+    if (!parsed || (*parsed != sim::DType::kFloat32 && *parsed != sim::DType::kFloat16 && *parsed != sim::DType::kBFloat16))
       r.fail(kDTypeColumn, "unknown dtype '" + dtype + "' (expected fp32, fp16 or bf16; empty means fp32)");
+    row.dtype = *parsed;
     const std::string& kind = r.text("kind");
     if (kind == "gemm") {
       row.kind = WorkloadKind::kGemm;
@@ -230,9 +220,8 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       row.kind = WorkloadKind::kModel;
       row.model = kind.substr(std::string(kModelPrefix).size());
       if (row.model.empty()) r.fail("kind", "'model:' needs a model name (e.g. model:resnet18)");
-      if (row.dtype != RowDType::kFp32)
-        r.fail(kDTypeColumn, std::string("model rows run in fp32 (`mlusim run`'s default), not ") +
-                                 row_dtype_name(row.dtype));
+      if (row.dtype != sim::DType::kFloat32)
+        r.fail(kDTypeColumn, "model rows run in fp32 (`mlusim run`'s default), not " + std::string(sim::dtype_name(row.dtype)));
       row.batch = r.integer("M_or_B", 1);
     } else {
       r.fail("kind", "unknown kind '" + kind + "' (expected gemm, conv2d, layernorm, softmax, add, relu, gelu, " +

@@ -44,6 +44,8 @@
 #include <string>
 #include <vector>
 
+#include "mlusim/sim/dtype.h"
+
 namespace mlusim::cli {
 
 class CalibrationTableError : public std::runtime_error {
@@ -56,11 +58,6 @@ enum class WorkloadKind { kGemm, kConv2d, kLayerNorm, kSoftmax, kAdd, kRelu, kGe
 // "gemm", "conv2d", "layernorm", "softmax", "add", "relu", "gelu", "attention", "encoder", "model".
 const char* workload_kind_name(WorkloadKind kind);
 
-// A row's element type (the `dtype` column).
-enum class RowDType { kFp32, kFp16, kBf16 };
-
-const char* row_dtype_name(RowDType dtype);  // "fp32", "fp16", "bf16"
-
 // What the measured column holds: core cycles (`<hw>_cycles`) or microseconds (`<hw>_us`).
 enum class MeasuredUnit { kCycles, kMicroseconds };
 
@@ -68,7 +65,7 @@ struct CalibrationRow {
   int line = 0;  // 1-based line in the file
   std::string workload;
   WorkloadKind kind = WorkloadKind::kGemm;
-  RowDType dtype = RowDType::kFp32;
+  sim::DType dtype = sim::DType::kFloat32;  // the `dtype` column: fp32, fp16 or bf16
   // gemm: m, k, n. layernorm, softmax, add, relu, gelu: m rows of n. conv2d: batch, h, w, cin, cout, kernel,
   // stride, pad. attention: batch (heads), seq, width (head dim). encoder: batch (heads), seq,
   // width (hidden size). model: model (its name), batch.

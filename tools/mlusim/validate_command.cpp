@@ -143,7 +143,7 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
     const double bound = cycles ? r.sim.bound_cycles : r.sim.bound_cycles / c.core_clock_mhz;  // cycles / MHz = us
     std::snprintf(bound_text, sizeof bound_text, value_format, bound);
     std::printf("%-30s %-9s %-5s %12s %12s %8s %7u %5.0f%% %12s\n", r.row->workload.c_str(),
-                workload_kind_name(r.row->kind), row_dtype_name(r.row->dtype), measured_text, simulated_text,
+                workload_kind_name(r.row->kind), std::string(sim::dtype_name(r.row->dtype)).c_str(), measured_text, simulated_text,
                 error_text, r.sim.kernels,
                 100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()), bound_text);
   }
@@ -191,7 +191,7 @@ void print_json(const ValidateOptions& o, const CalibrationTable& t, const Valid
     const nlohmann::ordered_json none(nullptr);
     rows.push_back({{"workload", row.workload},
                     {"kind", workload_kind_name(row.kind)},
-                    {"dtype", row_dtype_name(row.dtype)},
+                    {"dtype", std::string(sim::dtype_name(row.dtype))},
                     {"line", row.line},
                     {"shape", shape_json(row)},
                     {"macs", r.sim.macs},

@@ -63,15 +63,6 @@ class Session {
   std::vector<void*> buffers_;
 };
 
-sim::DType sim_dtype(RowDType dtype) {
-  switch (dtype) {
-    case RowDType::kFp32: return sim::DType::kFloat32;
-    case RowDType::kFp16: return sim::DType::kFloat16;
-    case RowDType::kBf16: return sim::DType::kBFloat16;
-  }
-  return sim::DType::kFloat32;
-}
-
 // Tensor descriptors of one row: its dtype, errors naming its workload.
 struct Descriptors {
   std::string workload;
@@ -204,7 +195,7 @@ void encoder_ops(OpList& ops, const Descriptors& desc, std::int64_t heads, std::
 // Enqueues the row's op on the session's handle (asynchronous).
 void enqueue(Session& s, const CalibrationRow& row, ConvLayout layout) {
   mlu::Handle* h = s.handle();
-  const Descriptors desc{row.workload, sim_dtype(row.dtype)};
+  const Descriptors desc{row.workload, row.dtype};
   OpList ops(s);
   switch (row.kind) {
     case WorkloadKind::kGemm: {
@@ -344,7 +335,7 @@ RowResult ValidateRunner::run_ops(const CalibrationRow& row) const {
   // Roofline floor from what the op must do (libmlu's op record: MACs and minimum DRAM bytes).
   sim::MacsByDtype macs{};
   std::uint64_t min_bytes = 0;
-  const std::size_t dtype = static_cast<std::size_t>(sim_dtype(row.dtype));
+  const std::size_t dtype = static_cast<std::size_t>(row.dtype);
   for (const mlu::OpRecord& op : s.handle()->ops()) {
     macs[dtype] += op.macs;
     min_bytes += op.bytes;

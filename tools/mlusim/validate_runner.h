@@ -58,7 +58,7 @@ struct RowResult {
     return unit == MeasuredUnit::kCycles ? simulated_cycles : simulated_ns * 1e-3;
   }
   // Signed error of the simulation against a measurement in `unit`, in percent: 100 (sim - meas) / meas.
-  double error_pct(double measured, MeasuredUnit unit = MeasuredUnit::kCycles) const {
+  double error_pct(double measured, MeasuredUnit unit) const {
     return 100.0 * (simulated(unit) - measured) / measured;
   }
 };

@@ -51,9 +51,8 @@ class Core {
   bool busy() const { return assignment_.launch != nullptr; }
   bool is_memory_core() const { return memory_core_; }
   std::uint32_t cluster_index() const { return cluster_index_; }
-  // Starts a task on this (idle) core at the current simulated time.
-  // Runs `task` after `delay` (the launch latency still to pass, device/scheduler.h); the core is
-  // busy from now.
+  // Gives this idle core `task`, which starts after `delay` (the launch latency still to pass,
+  // device/scheduler.h; 0: at the current simulated time); the core is busy from now.
   void assign(const TaskAssignment& task, Picos delay = 0);
   void shutdown();
 

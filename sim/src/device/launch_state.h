@@ -44,7 +44,8 @@ struct LaunchState {
   std::uint32_t running = 0;         // tasks (incl. memory cores) currently on a core
   Picos ready_abs = 0;               // absolute time its tasks may start: submission + scheduler.launch_latency_ns
   bool started = false;
-  Picos start_abs = 0;               // absolute SystemC time its first task started (when started)
+  Picos start_abs = 0;               // absolute SystemC time its first task was placed (when started): its
+                                     // record's start; the task runs from max(then, ready_abs)
   bool faulted = false;
   std::vector<std::unique_ptr<UnionGroup>> groups;
 

@@ -122,7 +122,8 @@ TEST_F(SimulatorLoop, LaunchLatencyDelaysTheFirstTasksAndCountsInTheSpan) {
   const std::uint32_t cores = cfg().total_cores();
   const KernelRecord waves = run("waves", work, {2 * cores, 1, 1});
   EXPECT_EQ(waves.end_ps - waves.start_ps, 150'000u + 2 * 20'000u);
-  // A union launch: its memory cores wait too.
+  // A union launch: its memory cores wait too (the cluster barrier after the compute cores' fill
+  // releases all of them together).
   const KernelRecord u = run("union", [] {
     if (core_id() != kMemoryCoreId) {
       auto a = nram_alloc<float>(320);
@@ -130,7 +131,18 @@ TEST_F(SimulatorLoop, LaunchLatencyDelaysTheFirstTasksAndCountsInTheSpan) {
     }
     sync_cluster();
   }, {cfg().cores_per_cluster, 1, 1}, FunctionType::kUnion1);
-  EXPECT_GE(u.end_ps - u.start_ps, 170'000u);
+  const KernelRecord u0 = [&] {
+    build("tiny");
+    return run("union", [] {
+      if (core_id() != kMemoryCoreId) {
+        auto a = nram_alloc<float>(320);
+        vec_fill(DType::kFloat32, a, 0.0, 320);
+      }
+      sync_cluster();
+    }, {cfg().cores_per_cluster, 1, 1}, FunctionType::kUnion1);
+  }();
+  EXPECT_EQ(u.end_ps - u.start_ps, 150'000u + (u0.end_ps - u0.start_ps));
+  build("tiny", {{"scheduler.launch_latency_ns", "150"}});
   // Two launches submitted together (two queues) overlap their latencies.
   Picos ends[2] = {0, 0};
   const Picos t1 = sim.now();
@@ -140,6 +152,35 @@ TEST_F(SimulatorLoop, LaunchLatencyDelaysTheFirstTasksAndCountsInTheSpan) {
   sim.run_until_idle();
   EXPECT_EQ(ends[0] - t1, 170'000u);
   EXPECT_EQ(ends[1] - t1, 170'000u);
+  // A launch waiting for cores: placed after its latency has passed, it starts at once; placed
+  // while its latency is still running, it waits the rest.
+  const std::uint32_t all = cfg().total_cores();
+  auto long_work = [] {
+    auto a = nram_alloc<float>(3200);
+    vec_fill(DType::kFloat32, a, 0.0, 3200);  // 10 + 100 = 110 cycles
+  };
+  Picos short_start = 0, short_end = 0, late_start = 0, late_end = 0, blocker_end = 0;
+  const Picos t2 = sim.now();
+  device().submit(KernelLaunch{"blocker", work, {all, 1, 1}, FunctionType::kBlock},
+                  [&](const KernelRecord& r) { blocker_end = r.end_ps; });
+  device().submit(KernelLaunch{"within", work, {1, 1, 1}, FunctionType::kBlock},
+                  [&](const KernelRecord& r) { short_start = r.start_ps, short_end = r.end_ps; });
+  sim.run_until_idle();
+  EXPECT_EQ(blocker_end - t2, 170'000u);  // placed at t2, started at t2 + L, 20 ns of work
+  EXPECT_EQ(short_start, blocker_end);    // placed when a core freed up (after its own L had passed) ...
+  EXPECT_EQ(short_end - short_start, 20'000u);  // ... so it starts at once
+  const Picos t4 = sim.now();
+  device().submit(KernelLaunch{"blocker", work, {all, 1, 1}, FunctionType::kBlock},
+                  [&](const KernelRecord& r) { blocker_end = r.end_ps; });
+  sim.run_until(t4 + 100'000);  // the blocker's cores are reserved; its tasks wait until t4 + L
+  device().submit(KernelLaunch{"partway", long_work, {1, 1, 1}, FunctionType::kBlock},
+                  [&](const KernelRecord& r) { late_start = r.start_ps, late_end = r.end_ps; });
+  sim.run_until_idle();
+  // Submitted at t4 + 100 ns, ready at t4 + 250 ns; a core frees at t4 + 170 ns: it is placed then
+  // and waits the remaining 80 ns.
+  EXPECT_EQ(blocker_end - t4, 170'000u);
+  EXPECT_EQ(late_start, blocker_end);
+  EXPECT_EQ(late_end - late_start, 80'000u + 110'000u);
 }
 
 }  // namespace
