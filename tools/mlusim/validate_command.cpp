@@ -246,7 +246,7 @@ Command add_validate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "validate",
       "run a table of workloads measured on real hardware (data/calibration/*.csv) on a preset and print the "
-      "simulated cycles, the error per row and the mean absolute error");
+      "simulated cycles (or microseconds, for a <hw>_us table), the error per row and the mean absolute error");
   cmd->add_option("table", o->table,
                   "calibration CSV: workload,kind,M_or_B,K_or_H,N_or_W,Cin,Cout,kernel,stride,pad and <hw>_cycles "
                   "or <hw>_us (microseconds), optionally dtype (fp32, fp16, bf16) (kind gemm, conv2d, layernorm, "
