@@ -178,7 +178,9 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
     if (!fresh) r.fail("workload", "'" + row.workload + "' already names line " + std::to_string(previous->second));
     const std::string dtype = columns.count(kDTypeColumn) != 0 ? r.text(kDTypeColumn) : "";
     const std::optional<sim::DType> parsed = dtype.empty() ? sim::DType::kFloat32 : sim::dtype_from_name(dtype);
-    if (!parsed || (*parsed != sim::DType::kFloat32 && *parsed != sim::DType::kFloat16 && *parsed != sim::DType::kBFloat16))
+    const bool float_dtype = parsed && (*parsed == sim::DType::kFloat32 || *parsed == sim::DType::kFloat16 ||
+                                        *parsed == sim::DType::kBFloat16);
+    if (!float_dtype)
       r.fail(kDTypeColumn, "unknown dtype '" + dtype + "' (expected fp32, fp16 or bf16; empty means fp32)");
     row.dtype = *parsed;
     const std::string& kind = r.text("kind");
@@ -221,7 +223,8 @@ CalibrationTable parse_calibration_table(const std::string& text, const std::str
       row.model = kind.substr(std::string(kModelPrefix).size());
       if (row.model.empty()) r.fail("kind", "'model:' needs a model name (e.g. model:resnet18)");
       if (row.dtype != sim::DType::kFloat32)
-        r.fail(kDTypeColumn, "model rows run in fp32 (`mlusim run`'s default), not " + std::string(sim::dtype_name(row.dtype)));
+        r.fail(kDTypeColumn,
+               "model rows run in fp32 (`mlusim run`'s default), not " + std::string(sim::dtype_name(row.dtype)));
       row.batch = r.integer("M_or_B", 1);
     } else {
       r.fail("kind", "unknown kind '" + kind + "' (expected gemm, conv2d, layernorm, softmax, add, relu, gelu, " +

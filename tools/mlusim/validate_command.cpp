@@ -142,9 +142,10 @@ void print_text(const ValidateOptions& o, const CalibrationTable& t, const Valid
     std::snprintf(simulated_text, sizeof simulated_text, value_format, r.sim.simulated(unit));
     const double bound = cycles ? r.sim.bound_cycles : r.sim.bound_cycles / c.core_clock_mhz;  // cycles / MHz = us
     std::snprintf(bound_text, sizeof bound_text, value_format, bound);
+    const std::string dtype(sim::dtype_name(r.row->dtype));
     std::printf("%-30s %-9s %-5s %12s %12s %8s %7u %5.0f%% %12s\n", r.row->workload.c_str(),
-                workload_kind_name(r.row->kind), std::string(sim::dtype_name(r.row->dtype)).c_str(), measured_text, simulated_text,
-                error_text, r.sim.kernels,
+                workload_kind_name(r.row->kind), dtype.c_str(), measured_text, simulated_text, error_text,
+                r.sim.kernels,
                 100.0 * double(r.sim.tfu_cycles) / std::max(1.0, r.sim.simulated_cycles * c.total_cores()), bound_text);
   }
   std::size_t measured = 0;
@@ -198,7 +199,8 @@ void print_json(const ValidateOptions& o, const CalibrationTable& t, const Valid
                     {measured_key, row.is_measured() ? nlohmann::ordered_json(row.measured) : none},
                     {"simulated_cycles", r.sim.simulated_cycles},
                     {"simulated_ns", r.sim.simulated_ns},
-                    {"error_pct", row.is_measured() ? nlohmann::ordered_json(r.sim.error_pct(row.measured, unit)) : none},
+                    {"error_pct",
+                     row.is_measured() ? nlohmann::ordered_json(r.sim.error_pct(row.measured, unit)) : none},
                     {"kernels", r.sim.kernels},
                     {"kernel_cycles", r.sim.kernel_cycles},
                     {"tfu_cycles", r.sim.tfu_cycles},

@@ -66,8 +66,9 @@
 //     and the memory core's staging (its DMA rate, its cluster's share of DRAM or of the NoC).
 //   resident, for the chosen tiling alone, when first load + (tiles - 2) x tile + transpose +
 //     max(mm, the last tile's load) + max(window copies, transpose) + the pair's other steps'
-//     max(mm, copies, half a group's store) + casts + the last group's store beats the tile-major round (its early stores counted with
-//     their VFU casts, which the tilings' comparison leaves out);
+//     max(mm, copies, half a group's store) + casts + the last group's store beats the
+//     tile-major round (its early stores counted with their VFU casts, which the tilings'
+//     comparison leaves out);
 //   half_first is decided for the chosen tiling alone (the tilings are compared with whole first
 //     tiles; comparing them with halves picked tilings that ran slower, ResNet-50 l3_3x3s2_256:
 //     37.4 us against 36.0): on when first load(1/2) + tile(1/2, next 1/2) + tile(1/2, next 1)

@@ -286,8 +286,8 @@ GemmPlan search_plan(const GemmProblem& p, const DeviceModel& d, const ColOperan
   const std::size_t col_unit = tfu ? d.tfu_cols : vfu_lanes;
   // Output-stationary: a strip of exactly R rows is one fold row, the cheapest intrinsic that
   // uses the whole array; 2R and 4R rows where that intrinsic is shorter than the latency of the
-  // copy feeding the next strip (checked per candidate below). Weight-stationary streams M, so longer
-  // strips amortise its fill.
+  // copy feeding the next strip (checked per candidate below). Weight-stationary streams M, so
+  // longer strips amortise its fill.
   std::vector<std::size_t> strip_rows;
   if (tfu && !d.weight_stationary)
     strip_rows = {d.tfu_rows, 2 * d.tfu_rows, 4 * d.tfu_rows};
