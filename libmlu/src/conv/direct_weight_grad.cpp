@@ -42,24 +42,20 @@ struct Geometry {
 
 // On-chip bytes of one compute core's buffers for a plan.
 struct CoreBuffers {
-  std::size_t acc = 0, dyt = 0, xslot = 0, ident = 0, sbuf = 0;  // NRAM (xslot twice; resident: dyt twice)
-  std::size_t dyw = 0, xt = 0;                                   // WRAM (xt twice; resident: dyw twice)
-  bool resident = false;
-  std::size_t nram() const { return acc + (resident ? 2 : 1) * dyt + 2 * xslot + ident + sbuf; }
-  std::size_t wram() const { return (resident ? 2 : 1) * dyw + 2 * xt; }
+  std::size_t acc = 0, dy = 0, xslot = 0, sbuf = 0;  // NRAM (dy and xslot twice)
+  std::size_t xt = 0;                               // WRAM (twice)
+  std::size_t nram() const { return acc + 2 * dy + 2 * xslot + sbuf; }
+  std::size_t wram() const { return 2 * xt; }
 };
-// resident (WeightGradPlan::resident): both tiles' dY and dYt, and a group's sums in the dtype.
+// resident (WeightGradPlan::resident): a group's sums in the dtype too.
 CoreBuffers core_buffers(const WeightGradConv& c, const Geometry& g, std::size_t ocb, std::size_t cb, std::size_t tg,
                          std::size_t rh, std::size_t ni, bool resident = false) {
   CoreBuffers b;
-  b.resident = resident;
   if (resident && g.es != 4) b.sbuf = up128(ocb * tg * cb * g.es);  // fp32 sums are stored as they are
   const std::size_t p = ni * rh * c.ow;
   b.acc = up128(g.taps * ocb * cb * 4);
-  b.dyt = up128(std::max(ocb * p, ocb) * g.es);
+  b.dy = up128(p * ocb * g.es);
   b.xslot = up128(std::max(ni * g.block_rows(c, rh, ni) * g.wp * cb * g.es, cb * 4));  // also reduction scratch
-  b.ident = up128(ocb * ocb * g.es);
-  b.dyw = up128(p * ocb * g.es);
   b.xt = up128(p * tg * cb * g.es);
   return b;
 }
@@ -120,13 +116,9 @@ class WeightGradRun {
       return;
     }
     acc_ = alloc(Space::kNram, b.acc);
-    dyt_ = alloc(Space::kNram, b.dyt);
-    if (p_.resident) dyt2_ = alloc(Space::kNram, b.dyt);
+    for (Addr& a : dy_) a = alloc(Space::kNram, b.dy);
     if (b.sbuf) sbuf_ = alloc(Space::kNram, b.sbuf);
     for (Addr& a : xs_) a = alloc(Space::kNram, b.xslot);
-    ident_ = alloc(Space::kNram, b.ident);
-    dyw_ = alloc(Space::kWram, b.dyw);
-    if (p_.resident) dyw2_ = alloc(Space::kWram, b.dyw);
     for (Addr& a : xt_) a = alloc(Space::kWram, b.xt);
     xslot_ = b.xslot, acc_bytes_ = b.acc;
     const std::size_t core = (task_id() / core_dim()) * core_dim() + core_id();
@@ -260,9 +252,9 @@ class WeightGradRun {
   }
 
   // Piece `piece` of `pieces` of tile t's dY (its pixels in order), channels [o0, o0 + on), into
-  // WRAM at `dyw` (dyw_, or a resident pair's second tile dyw2_) as [P][on] (P = the tile's pixels
-  // in order).
-  void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces, Addr dyw) const {
+  // the NRAM slot `dy` as [P][on] (P = the tile's pixels in order): the matmul's A = dY^T[on, P]
+  // stored depth-major.
+  void load_dy(const Job& j, const Tile& t, std::size_t piece, std::size_t pieces, Addr dy) const {
     const std::size_t px = t.rows * c_.ow, run = j.on * g_.es;
     // Image i's pixels [a, e) of the piece.
     for_each_image_part(t.ni, px, piece, pieces, [&](std::size_t i, std::size_t a, std::size_t e) {
@@ -270,7 +262,7 @@ class WeightGradRun {
       const Addr src{Space::kGdram, c_.dy_base + static_cast<std::uint64_t>(src_el * i64(g_.es))};
       const CopyShape s = c_.ys_w == i64(j.on) ? CopyShape{(e - a) * run, 1, 0, 0}
                                                : CopyShape{run, e - a, i64(run), c_.ys_w * i64(g_.es)};
-      memcpy_strided_async(dyw.offset(i64((i * px + a) * run)), src, s, Dir::kGdram2Wram);
+      memcpy_strided_async(dy.offset(i64((i * px + a) * run)), src, s, Dir::kGdram2Nram);
     });
   }
 
@@ -305,23 +297,15 @@ class WeightGradRun {
                            Dir::kNram2Wram);
   }
 
-  // I[on, on] in NRAM: zeros, then ones copied onto the diagonal.
-  void build_identity(std::size_t on) {
-    vec_fill(c_.dtype, ident_, 0.0, on * on);
-    vec_fill(c_.dtype, dyt_, 1.0, on);
-    memcpy_strided(ident_, dyt_, CopyShape{g_.es, on, i64((on + 1) * g_.es), i64(g_.es)}, Dir::kNram2Nram);
-    ident_n_ = on;
-  }
-
-  // acc[group][on, group taps x cn] = sum over the job's tiles of dYt x [X_tap ...] (the group's
-  // windows side by side). Steps (tile, group) in order; the next step's window copies, and (one
+  // acc[group][on, group taps x cn] = sum over the job's tiles of dY^T x [X_tap ...] (the group's
+  // windows side by side; dY [P, on] is the matmul's A stored depth-major). Tile i's dY is in
+  // dy_[i % 2]. Steps (tile, group) in order; the next step's window copies, and (one
   // piece per group but the last) the next tile's loads, run during the current step's matmul;
   // one sync per step. Without a reduction (s == 1) a group's sums are final once the last tile's
   // matmul of that group is done: each is stored to dW (cast in the input slot the last tile
   // leaves free) while the next group's matmul runs, so only the last group's store follows the
   // compute. Returns whether it stored the sums.
   bool accumulate(const Job& j) {
-    if (ident_n_ != j.on) build_identity(j.on);
     if (j.tiles.size == 0) {
       vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
       return false;
@@ -334,7 +318,7 @@ class WeightGradRun {
     zero_padding(j, 0);
     if (p_.shared) sync_cluster();  // tile 0 is in SRAM
     load_x(j, t, xs_[0], 0, 1, p_.shared ? &xsram_[0] : nullptr);
-    load_dy(j, t, 0, 1, dyw_);
+    load_dy(j, t, 0, 1, dy_[0]);
     if (tiles.size() > 1) zero_padding(j, 1);  // while tile 0 loads
     sync_io();
     copy_group(j, t, xs_[0], 0, xt_[0]);
@@ -346,12 +330,11 @@ class WeightGradRun {
       const Tile nt = more ? tiles[i + 1] : Tile{};
       const Addr xs = xs_[i % 2], xs_next = xs_[(i + 1) % 2];
       const std::size_t px = t.pixels(c_);
-      // dYt[on, P] = I x dY^T; dY's WRAM slot is free afterwards.
-      matmul(c_.dtype, c_.dtype, dyt_, ident_, dyw_, j.on, j.on, px, true, false);
       if (more && p_.shared) sync_cluster();  // tile i + 1 is in SRAM (and tile i copied out by all)
       const Addr* staged = p_.shared ? &xsram_[(i + 1) % 2] : nullptr;
       for (std::size_t grp = 0; grp < groups; ++grp, ++step) {
-        if (more && grp < pieces) load_x(j, nt, xs_next, grp, pieces, staged), load_dy(j, nt, grp, pieces, dyw_);
+        if (more && grp < pieces)
+          load_x(j, nt, xs_next, grp, pieces, staged), load_dy(j, nt, grp, pieces, dy_[(i + 1) % 2]);
         if (grp + 1 < groups) {
           copy_group(j, t, xs, grp + 1, xt_[(step + 1) % 2]);
         } else if (more) {
@@ -359,8 +342,8 @@ class WeightGradRun {
           copy_group(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
         if (early && !more && grp > 0) store_group_async(j, grp - 1, group_sums(j, grp - 1), (i + 1) % 2);
-        matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt_, xt_[step % 2], j.on, px, group_taps(grp) * j.cn,
-               false, i > 0);
+        matmul_a_k_major(c_.dtype, DType::kFloat32, group_sums(j, grp), dy_[i % 2], xt_[step % 2], j.on, px,
+                         group_taps(grp) * j.cn, false, i > 0);
         sync_io();
       }
       t = nt;
@@ -370,32 +353,30 @@ class WeightGradRun {
   }
 
   // resident: the job's last two tiles, i and i + 1, both kept on chip (x in the two input slots,
-  // dY and dYt twice), run group by group, steps (tile i, g), (tile i + 1, g): group g's sums are
+  // dY in the two dY slots), run group by group, steps (tile i, g), (tile i + 1, g): group g's sums are
   // final after its second step, rounded into the store buffer at the next group's first step
   // and stored in two halves over that group's two steps, so the stores spread over both tiles
-  // instead of following the last one. On entry tile i is loaded (input in slot i % 2, dY in
-  // dyw_) and its first group's windows are in xt_[step0 % 2]; tile i + 1 loads during the first
+  // instead of following the last one. On entry tile i is loaded (input and dY in slots
+  // i % 2) and its first group's windows are in xt_[step0 % 2]; tile i + 1 loads during the first
   // step. Returns true (the sums are stored).
   bool last_pair(const Job& j, const std::vector<Tile>& tiles, std::size_t i, std::size_t step0) {
     const std::size_t groups = this->groups(), steps = 2 * groups;
     const Tile* t[2] = {&tiles[i], &tiles[i + 1]};
-    const Addr xs[2] = {xs_[i % 2], xs_[(i + 1) % 2]}, dyw[2] = {dyw_, dyw2_}, dyt[2] = {dyt_, dyt2_};
-    matmul(c_.dtype, c_.dtype, dyt[0], ident_, dyw[0], j.on, j.on, t[0]->pixels(c_), true, false);
+    const Addr xs[2] = {xs_[i % 2], xs_[(i + 1) % 2]}, dy[2] = {dy_[i % 2], dy_[(i + 1) % 2]};
     if (p_.shared) sync_cluster();  // tile i + 1 is in SRAM
     load_x(j, *t[1], xs[1], 0, 1, p_.shared ? &xsram_[(i + 1) % 2] : nullptr);  // during the first step
-    load_dy(j, *t[1], 0, 1, dyw[1]);
+    load_dy(j, *t[1], 0, 1, dy[1]);
     for (std::size_t k = 0; k < steps; ++k) {
       const std::size_t grp = k / 2, ti = k % 2;
-      if (k == 1) {  // tile i + 1 has landed (step 0's sync): its first windows during its transpose
+      if (k == 1) {  // tile i + 1 has landed (step 0's sync): its first windows
         copy_group(j, *t[1], xs[1], 0, xt_[(step0 + 1) % 2]);
-        matmul(c_.dtype, c_.dtype, dyt[1], ident_, dyw[1], j.on, j.on, t[1]->pixels(c_), true, false);
         sync_io();
       }
       if (k >= 1 && k + 1 < steps)  // the next step's windows: (i + 1, g) or (i, g + 1)
         copy_group(j, *t[(k + 1) % 2], xs[(k + 1) % 2], (k + 1) / 2, xt_[(step0 + k + 1) % 2]);
       if (grp > 0) store_half(j, grp - 1, ti, group_sums(j, grp - 1));
-      matmul(c_.dtype, DType::kFloat32, group_sums(j, grp), dyt[ti], xt_[(step0 + k) % 2], j.on, t[ti]->pixels(c_),
-             group_taps(grp) * j.cn, false, i > 0 || ti > 0);
+      matmul_a_k_major(c_.dtype, DType::kFloat32, group_sums(j, grp), dy[ti], xt_[(step0 + k) % 2], j.on,
+                       t[ti]->pixels(c_), group_taps(grp) * j.cn, false, i > 0 || ti > 0);
       sync_io();
     }
     store_half(j, groups - 1, 0, group_sums(j, groups - 1));
@@ -502,10 +483,10 @@ class WeightGradRun {
   const WeightGradConv& c_;
   const WeightGradPlan& p_;
   const Geometry g_;
-  Addr parts_, xsram_[2], acc_, dyt_, xs_[2], ident_, dyw_, xt_[2];
-  Addr dyt2_, dyw2_, sbuf_;  // resident: tile 1's dYt and dY, a group's sums in the dtype
+  Addr parts_, xsram_[2], acc_, dy_[2], xs_[2], xt_[2];
+  Addr sbuf_;  // resident: a group's sums in the dtype
   std::size_t zeroed_cn_[2] = {0, 0};  // per input slot: the cn whose padding columns it holds zeroed (0: none)
-  std::size_t xslot_ = 0, acc_bytes_ = 0, ident_n_ = 0;
+  std::size_t xslot_ = 0, acc_bytes_ = 0;
 };
 
 }  // namespace
@@ -648,18 +629,17 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
               return shared ? f * stage + std::max(io(f * dy_tile, f * dy_tile / dy_readers), f * sram_copy * pf)
                             : io(f * (x_dram + dy_tile), f * (x_dram / x_readers + dy_tile / dy_readers));
             };
-            // A tile of f x p pixels whose steps carry the loads of a next tile of fn x p: the
-            // transpose, then per group the longest of its matmul, the next group's window copies
+            // A tile of f x p pixels whose steps carry the loads of a next tile of fn x p: per
+            // group the longest of its matmul, the next group's window copies
             // (at the last group: the next tile's first; with one group they wait for the loads)
             // and its piece of the next tile's loads; the memory core's staging of the next tile
             // (shared) bounds the whole.
             auto tile_cycles = [&](double f, double fn) {
               const std::size_t pt = std::max<std::size_t>(1, static_cast<std::size_t>(f * static_cast<double>(p)));
-              const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, pt));
               const double mm_g = static_cast<double>(d.matmul_cycles(ocb, pt, tg * cb));
               const double mm_l = static_cast<double>(d.matmul_cycles(ocb, pt, last * cb));
               const double sram_piece = fn * sram_copy;
-              double t = tr;
+              double t = 0;
               for (std::size_t gi = 0; gi < groups; ++gi) {
                 const std::size_t next = gi + 1 < groups ? (gi + 2 < groups ? tg : last) : tg;
                 const double mm = gi + 1 < groups ? mm_g : mm_l;
@@ -670,7 +650,7 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
                 t += groups == 1 ? std::max(mm, std::max(io_step, shared ? sram_piece : 0.0) + copies)
                                  : std::max({mm, move, io_step});
               }
-              return shared ? std::max(t, tr + fn * stage) : t;
+              return shared ? std::max(t, fn * stage) : t;
             };
             const double tile = tile_cycles(1, 1);
             // The part's tiles: whole, or the first cut in halves (WeightGradPlan::half_first).
@@ -700,17 +680,15 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             const bool halves = (ni > 1 || rh > 1) && half_first < whole_first;
             // resident (s == 1): the part's last two tiles both on chip, run group by group (the
             // others tile by tile, as above); the pair's step 0 carries its second tile's load,
-            // step 1 waits for that tile's first windows and transpose, and each group's store,
+            // step 1 waits for that tile's first windows, and each group's store,
             // in halves, overlaps the next group's two steps; only the last group's follows.
             bool resident = false;
             if (s == 1 && ceil_div(tiles, s) >= 2) {
               const CoreBuffers br = core_buffers(c, g, ocb, cb, tg, rh, ni, true);
               if (br.nram() <= d.nram_bytes && br.wram() <= d.wram_bytes) {
-                const double tr = static_cast<double>(d.matmul_cycles(ocb, ocb, p));
                 const double mm_l = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
                 const double copies = copy_lat + static_cast<double>(tg) * copy_px * static_cast<double>(p);
-                double res = first_load(1) + (n_tiles - 2) * tile + tr + std::max(mm_group, first_load(1)) +
-                             std::max(copies, tr);
+                double res = first_load(1) + (n_tiles - 2) * tile + std::max(mm_group, first_load(1)) + copies;
                 for (std::size_t k = 1; k < 2 * groups; ++k)
                   res += std::max({k / 2 + 1 < groups ? mm_group : mm_l, copies, k >= 2 ? group_store / 2 : 0.0}) +
                          (k >= 2 && k % 2 == 0 ? cast : 0.0);

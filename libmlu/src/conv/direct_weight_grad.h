@@ -13,14 +13,15 @@
 // whole images) are split into `s` parts; a job = (block, part) runs on one compute core, the s
 // parts of a block on s cores of one cluster. Per tile a core
 //   - loads the input tile [in_h, Wp, cb] (zero rows/columns where the window leaves the image)
-//     into NRAM, and dY's [P, ocb] (P = the tile's output pixels) into WRAM, by IO-DMA;
-//   - transposes dY on the TFU: dYt[ocb, P] = I[ocb, ocb] x dY^T (matmul with the b_transposed
-//     operand; exact for finite values, the method of gemm/strided_copy.h);
+//     and dY's [P, ocb] (P = the tile's output pixels) into NRAM by IO-DMA, each into the slot
+//     of the tile's parity (the next tile's load fills the other during this tile's matmuls);
 //   - per group of `tg` taps (the last group: the taps left): copies each tap's window X_t[P, cb]
 //     into WRAM, the group's windows side by side as B[P, g x cb] (one on-chip strided copy NRAM
 //     -> WRAM per tap: a run of OW x cb per output row at stride 1 with one tap a group, else a
-//     run of cb per pixel) and accumulates acc[group][ocb, g x cb] (fp32, NRAM) += dYt[ocb, P] x
-//     B on the TFU: M = ocb (array rows), K = P (streamed), N = g x cb (array columns). A group of
+//     run of cb per pixel) and accumulates acc[group][ocb, g x cb] (fp32, NRAM) += dY^T[ocb, P] x
+//     B on the TFU: M = ocb (array rows), K = P (streamed), N = g x cb (array columns), dY [P, ocb]
+//     being dY^T stored depth-major (dev::matmul_a_k_major: no transpose pass; it used to be
+//     one identity matmul per tile, I x dY^T, up to a fifth of the kernel's TFU time). A group of
 //     taps fills the array's column folds where one tap's cb would leave most of the last fold idle
 //     (cb = 64 on 46 columns: 70% of two folds; two taps, N = 128: 93% of three).
 // The next group's window copies and the next tile's loads (x and dY, spread over the tile's
@@ -42,7 +43,7 @@
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
-//   tile   = transpose(ocb, ocb, P) + sum over groups of max(mm(ocb, P, g x cb), the next group's
+//   tile   = sum over groups of max(mm(ocb, P, g x cb), the next group's
 //     copies g' x copy_t + move latency (+ the piece's SRAM -> NRAM copy when shared: the core's
 //     one Move-DMA engine carries both), the group's piece of the next tile's load); with one
 //     group the copies follow the load (shared: and at least the memory core's staging)
@@ -64,8 +65,8 @@
 //     rounds x round, DRAM bytes / DRAM rate and GDRAM reads / NoC rate. Shared: `load` is the
 //     longest of the core's dY load, its SRAM -> NRAM copy (the SRAM port shared by the cluster)
 //     and the memory core's staging (its DMA rate, its cluster's share of DRAM or of the NoC).
-//   resident, for the chosen tiling alone, when first load + (tiles - 2) x tile + transpose +
-//     max(mm, the last tile's load) + max(window copies, transpose) + the pair's other steps'
+//   resident, for the chosen tiling alone, when first load + (tiles - 2) x tile +
+//     max(mm, the last tile's load) + window copies + the pair's other steps'
 //     max(mm, copies, half a group's store) + casts + the last group's store beats the
 //     tile-major round (its early stores counted with their VFU casts, which the tilings'
 //     comparison leaves out);

@@ -148,6 +148,17 @@ void matmul(DType in_t, DType out_t, void* c, const void* a, const void* b, std:
   throw std::invalid_argument("TFU matmul does not support " + dtype_pair(in_t, out_t));
 }
 
+void matmul_a_k_major(DType in_t, DType out_t, void* c, const void* a, const void* b, std::size_t m,
+                      std::size_t k, std::size_t n, bool b_transposed, bool accumulate) {
+  const std::size_t es = dtype_size(in_t);
+  thread_local std::vector<unsigned char> am;
+  am.resize(m * k * es);
+  const auto* src = static_cast<const unsigned char*>(a);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < k; ++j) std::memcpy(&am[(i * k + j) * es], src + (j * m + i) * es, es);
+  matmul(in_t, out_t, c, am.data(), b, m, k, n, b_transposed, accumulate);
+}
+
 std::size_t conv_out_size(std::size_t in, std::size_t kernel, std::size_t stride,
                           std::size_t dilation) {
   if (kernel == 0 || stride == 0 || dilation == 0)

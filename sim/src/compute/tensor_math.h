@@ -28,6 +28,11 @@ bool tensor_dtypes_supported(DType in_t, DType out_t);
 void matmul(DType in_t, DType out_t, void* c, const void* a, const void* b, std::size_t m,
             std::size_t k, std::size_t n, bool b_transposed, bool accumulate);
 
+// The same product with A stored depth-major, [K,M] (element (m, k) of A at a[k * M + m]):
+// A is transposed into a temporary first, so the numerics are matmul()'s.
+void matmul_a_k_major(DType in_t, DType out_t, void* c, const void* a, const void* b, std::size_t m,
+                      std::size_t k, std::size_t n, bool b_transposed, bool accumulate);
+
 // Output extent of a convolution along one axis, no padding (the caller pre-pads):
 // (in - dilation*(kernel-1) - 1) / stride + 1. Throws std::invalid_argument when the dilated
 // kernel does not fit in `in`, or kernel, stride or dilation is 0.

@@ -602,7 +602,7 @@ void Core::vec_select(DType t, Addr dst, Addr cond, Addr a, Addr b, std::uint64_
 }
 
 void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k,
-                  std::uint64_t n, bool b_transposed, bool accumulate) {
+                  std::uint64_t n, bool a_k_major, bool b_transposed, bool accumulate) {
   const std::string label = "matmul_" + std::string(dtype_name(in_t));
   require_compute_core(label.c_str());
   require_nram(c, "matmul C");
@@ -622,8 +622,9 @@ void Core::matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t
       compute::tfu_gemm_cycles(arr, device_.config.tfu_dataflow, device_.config.tfu_fold_overlap, m, k, n);
   check_hazards(reads, writes, label.c_str());
   if (must_compute(device_.functional, out_t))
-    compute::matmul(in_t, out_t, resolve(c, m * n * oe, "C"), resolve(a, m * k * ie, "A"), resolve(b, k * n * ie, "B"), m,
-                k, n, b_transposed, accumulate);
+    (a_k_major ? compute::matmul_a_k_major : compute::matmul)(in_t, out_t, resolve(c, m * n * oe, "C"),
+                                                              resolve(a, m * k * ie, "A"), resolve(b, k * n * ie, "B"),
+                                                              m, k, n, b_transposed, accumulate);
   if (assignment_.launch) {
     assignment_.launch->record.macs += m * k * n;
     assignment_.launch->record.macs_by_dtype[static_cast<std::size_t>(in_t)] += m * k * n;

@@ -74,8 +74,9 @@ class Core {
   void vec_cast(DType dst_t, Addr dst, DType src_t, Addr src, std::uint64_t n);
   void vec_fill(DType t, Addr dst, double value, std::uint64_t n);
   void vec_select(DType t, Addr dst, Addr cond, Addr a, Addr b, std::uint64_t n);
+  // a_k_major: A stored [K, M] (dev::matmul_a_k_major), same cycles.
   void matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k, std::uint64_t n,
-              bool b_transposed, bool accumulate);
+              bool a_k_major, bool b_transposed, bool accumulate);
   void conv2d(DType in_t, DType out_t, Addr out, Addr in, Addr w, const dev::ConvParams& p, bool accumulate);
   bool tfu_supports(DType in_t) const;
   void vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::uint64_t m, std::uint64_t k, std::uint64_t n,

@@ -67,7 +67,11 @@ void vec_select(DType t, Addr dst, Addr cond, Addr a, Addr b, std::size_t n) {
 }
 void matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::size_t m, std::size_t k, std::size_t n,
             bool b_transposed, bool accumulate) {
-  core().matmul(in_t, out_t, c, a, b, m, k, n, b_transposed, accumulate);
+  core().matmul(in_t, out_t, c, a, b, m, k, n, /*a_k_major=*/false, b_transposed, accumulate);
+}
+void matmul_a_k_major(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::size_t m, std::size_t k, std::size_t n,
+                      bool b_transposed, bool accumulate) {
+  core().matmul(in_t, out_t, c, a, b, m, k, n, /*a_k_major=*/true, b_transposed, accumulate);
 }
 bool tfu_supports(DType in_t) { return core().tfu_supports(in_t); }
 void vec_matmul(DType in_t, DType out_t, Addr c, Addr a, Addr b, std::size_t m, std::size_t k, std::size_t n,

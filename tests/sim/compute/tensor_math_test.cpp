@@ -108,6 +108,59 @@ TEST(Matmul, Fp16InputsAccumulateInFp32) {
   }
 }
 
+// A stored depth-major, [K,M]: the product of the A it holds transposed, for fp32, fp16 -> fp32
+// and int8, both B layouts, with and without accumulation. The reference reads A as [M,K] from an
+// explicit transpose of the stored array.
+template <class T> std::vector<T> k_major(const std::vector<T>& a, std::size_t m, std::size_t k) {
+  std::vector<T> t(a.size());
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t p = 0; p < k; ++p) t[p * m + i] = a[i * k + p];
+  return t;
+}
+
+TEST(Matmul, AKMajorMultipliesTheTransposeOfWhatItHolds) {
+  for (const Shape& s : kShapes) {
+    for (bool bt : {false, true}) {
+      for (bool acc : {false, true}) {
+        SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                     (bt ? " bT" : "") + (acc ? " acc" : ""));
+        const auto a = random_floats(s.m * s.k, -1, 1, 110 + s.m), b = random_floats(s.k * s.n, -1, 1, 120 + s.n);
+        std::vector<float> c = random_floats(s.m * s.n, -1, 1, 130);
+        std::vector<double> c0, ref, mag;
+        if (acc) c0.assign(c.begin(), c.end());
+        ref_matmul(a, b, s.m, s.k, s.n, bt, c0, ref, mag);
+        const std::vector<float> at = k_major(a, s.m, s.k);
+        matmul_a_k_major(DType::kFloat32, DType::kFloat32, c.data(), at.data(), b.data(), s.m, s.k, s.n, bt, acc);
+        for (std::size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], ref[i], 1e-5 * mag[i] + 1e-6) << "fp32 " << i;
+
+        const auto ah = to_half(random_floats(s.m * s.k, -2, 2, 140 + s.m));
+        const auto bh = to_half(random_floats(s.k * s.n, -2, 2, 150 + s.n));
+        std::vector<float> c32(s.m * s.n, 0.5f);
+        c0.assign(acc ? s.m * s.n : 0, 0.5);
+        ref_matmul(ah, bh, s.m, s.k, s.n, bt, c0, ref, mag);
+        const std::vector<half> aht = k_major(ah, s.m, s.k);
+        matmul_a_k_major(DType::kFloat16, DType::kFloat32, c32.data(), aht.data(), bh.data(), s.m, s.k, s.n, bt, acc);
+        for (std::size_t i = 0; i < c32.size(); ++i)
+          ASSERT_NEAR(c32[i], ref[i], 1e-5 * mag[i] + 1e-6) << "fp16 " << i;
+
+        const auto ai = random_ints<std::int8_t>(s.m * s.k, -128, 127, 160 + s.m);
+        const auto bi = random_ints<std::int8_t>(s.k * s.n, -128, 127, 170 + s.n);
+        std::vector<std::int32_t> ci(s.m * s.n, 7), want(s.m * s.n, 0);
+        for (std::size_t i = 0; i < s.m; ++i)
+          for (std::size_t j = 0; j < s.n; ++j) {
+            std::int64_t v = acc ? 7 : 0;
+            for (std::size_t p = 0; p < s.k; ++p)
+              v += std::int64_t{ai[i * s.k + p]} * (bt ? bi[j * s.k + p] : bi[p * s.n + j]);
+            want[i * s.n + j] = static_cast<std::int32_t>(v);
+          }
+        const std::vector<std::int8_t> ait = k_major(ai, s.m, s.k);
+        matmul_a_k_major(DType::kInt8, DType::kInt32, ci.data(), ait.data(), bi.data(), s.m, s.k, s.n, bt, acc);
+        EXPECT_EQ(ci, want);
+      }
+    }
+  }
+}
+
 void ref_matmul_i8(const std::vector<std::int8_t>& a, const std::vector<std::int8_t>& b, std::size_t m,
                    std::size_t k, std::size_t n, bool bt, const std::vector<std::int32_t>* c0,
                    std::vector<std::int32_t>& out) {

@@ -62,6 +62,43 @@ TEST_F(EngineTiming, TfuMatmulMatchesSystolicFormula) {
   EXPECT_EQ(r.macs, 512u);
 }
 
+// A stored depth-major (matmul_a_k_major): the same cycles and MACs as matmul, the product of
+// the transpose of what A holds, and its A range checked like matmul's (M x K elements).
+TEST_F(EngineTiming, TfuMatmulAKMajorTakesMatmulsCyclesAndReadsATransposed) {
+  const std::uint64_t a = dmalloc(6 * 5 * 4), b = dmalloc(5 * 3 * 4), c = dmalloc(6 * 3 * 4);
+  std::vector<float> av(30), bv(15);
+  for (std::size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i % 7) - 3.0f;  // A^T [5][6]
+  for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i % 4) + 0.5f;   // B [5][3]
+  upload(a, av);
+  upload(b, bv);
+  const KernelRecord r = run("mm_akm", [a, b, c] {
+    auto an = nram_alloc<float>(30), cn = nram_alloc<float>(18);
+    auto bw = wram_alloc<float>(15);
+    memcpy(an, Gdram<float>(a), 30 * 4, Dir::kGdram2Nram);
+    memcpy(bw, Gdram<float>(b), 15 * 4, Dir::kGdram2Wram);
+    matmul_a_k_major(DType::kFloat32, DType::kFloat32, cn, an, bw, 6, 5, 3, false, false);
+    memcpy(Gdram<float>(c), cn, 18 * 4, Dir::kNram2Gdram);
+  });
+  ASSERT_FALSE(r.faulted) << r.fault;
+  const auto want = compute::tfu_gemm_cycles(cfg().tfu_fp32, cfg().tfu_dataflow, cfg().tfu_fold_overlap, 6, 5, 3);
+  EXPECT_EQ(r.engines[static_cast<int>(Engine::kTfu)].cycles, want.cycles);
+  EXPECT_EQ(r.macs, 90u);
+  const std::vector<float> got = download<float>(c, 18);
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 3; ++j) {
+      double v = 0;
+      for (std::size_t p = 0; p < 5; ++p) v += double(av[p * 6 + i]) * bv[p * 3 + j];
+      EXPECT_FLOAT_EQ(got[i * 3 + j], static_cast<float>(v)) << i << "," << j;
+    }
+  const KernelRecord oob = run("mm_akm_oob", [] {
+    // A (4 x 8 floats) runs past the end of tiny's 64 KiB NRAM.
+    const Nram<float> c(std::uint64_t{0}), a(std::uint64_t{64 * 1024 - 64});
+    matmul_a_k_major(DType::kFloat32, DType::kFloat32, c, a, Wram<float>(std::uint64_t{0}), 4, 8, 4, false, false);
+  });
+  ASSERT_TRUE(oob.faulted);
+  EXPECT_NE(oob.fault.find("matmul A"), std::string::npos) << oob.fault;
+}
+
 // Each intrinsic's time is its own formula, for odd shapes and both dataflows, with fold overlap.
 TEST_F(EngineTiming, TfuCyclesEqualTheFormulaForOddShapes) {
   for (const char* df : {"output_stationary", "weight_stationary"}) {

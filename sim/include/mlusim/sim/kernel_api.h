@@ -107,6 +107,15 @@ void vec_select(DType dtype, Addr dst, Addr cond_bool, Addr a, Addr b, std::size
 void matmul(DType in_type, DType out_type, Addr c, Addr a, Addr b, std::size_t m, std::size_t k,
             std::size_t n, bool b_transposed, bool accumulate);
 
+// The same product with A stored depth-major, [K,M] (A[m][k] at a + (k x M + m) x size): an
+// output-stationary array takes one column of A (all M rows' element k) per cycle, which is a
+// contiguous read in this layout, so the cycles are matmul's (as ConvParams::weights_k_major for
+// B; AWS Trainium's Tensor Engine takes its stationary operand this way natively, nc_matmul
+// computing stationary^T x moving). A kernel whose A is the transpose of what it loaded (a
+// weight gradient's dY^T from an NHWC tile) multiplies it as it is, without a transpose pass.
+void matmul_a_k_major(DType in_type, DType out_type, Addr c, Addr a, Addr b, std::size_t m, std::size_t k,
+                      std::size_t n, bool b_transposed, bool accumulate);
+
 // True when this config's TFU has an array for `in_type` (tfu.<dtype>.rows/cols non-zero).
 bool tfu_supports(DType in_type);
 
