@@ -128,7 +128,7 @@ class WeightGradRun {
       bool stored = false;
       if (k < p_.jobs) {
         j = job(k);
-        stored = accumulate(j);
+        stored = accumulate(j);  // s == 1: stored to dW; s > 1: copied to SRAM
         if (p_.shared) sync_cluster();  // done with the job's SRAM
       }
       if (p_.s == 1) {
@@ -136,7 +136,7 @@ class WeightGradRun {
         sync_io();
         continue;
       }
-      if (k < p_.jobs) memcpy_async(parts_.offset(i64(core_id() * b.acc)), acc_, g_.taps * j.on * j.cn * 4, Dir::kNram2Sram);
+      if (k < p_.jobs && !stored) memcpy_async(own_part(), acc_, g_.taps * j.on * j.cn * 4, Dir::kNram2Sram);
       sync_io();
       sync_cluster();  // every core's partial sums are in SRAM
       if (k < p_.jobs) reduce_and_store(j);
@@ -301,10 +301,11 @@ class WeightGradRun {
   // windows side by side; dY [P, on] is the matmul's A stored depth-major). Tile i's dY is in
   // dy_[i % 2]. Steps (tile, group) in order; the next step's window copies, and (one
   // piece per group but the last) the next tile's loads, run during the current step's matmul;
-  // one sync per step. Without a reduction (s == 1) a group's sums are final once the last tile's
-  // matmul of that group is done: each is stored to dW (cast in the input slot the last tile
-  // leaves free) while the next group's matmul runs, so only the last group's store follows the
-  // compute. Returns whether it stored the sums.
+  // one sync per step. A group's sums are final once the last tile's matmul of that group is done:
+  // without a reduction (s == 1) each is stored to dW (cast in the input slot the last tile leaves
+  // free), with one (s > 1) copied to this core's partial sums in SRAM, while the next group's
+  // matmul runs, so only the last group's store or copy follows the compute. Returns whether the
+  // sums left this way (stored, or copied to SRAM).
   bool accumulate(const Job& j) {
     if (j.tiles.size == 0) {
       vec_fill(DType::kFloat32, acc_, 0.0, g_.taps * j.on * j.cn);
@@ -342,6 +343,7 @@ class WeightGradRun {
           copy_group(j, nt, xs_next, 0, xt_[(step + 1) % 2]);
         }
         if (early && !more && grp > 0) store_group_async(j, grp - 1, group_sums(j, grp - 1), (i + 1) % 2);
+        if (p_.s > 1 && !more && grp > 0) send_group(j, grp - 1);
         matmul_a_k_major(c_.dtype, DType::kFloat32, group_sums(j, grp), dy_[i % 2], xt_[step % 2], j.on, px,
                          group_taps(grp) * j.cn, false, i > 0);
         sync_io();
@@ -349,7 +351,16 @@ class WeightGradRun {
       t = nt;
     }
     if (early) store_rows(j, group_sums(j, groups - 1), (groups - 1) * p_.tg * j.on, g_.taps * j.on, true);
-    return early;
+    if (p_.s > 1) send_group(j, groups - 1);
+    return early || p_.s > 1;
+  }
+
+  // This core's partial sums in SRAM (s > 1), laid out as the accumulator.
+  Addr own_part() const { return parts_.offset(i64(core_id() * acc_bytes_)); }
+  // Tap group grp's final sums to this core's partial sums in SRAM (asynchronous).
+  void send_group(const Job& j, std::size_t grp) const {
+    const std::int64_t at = i64(grp * p_.tg * j.on * j.cn * 4);
+    memcpy_async(own_part().offset(at), group_sums(j, grp), group_taps(grp) * j.on * j.cn * 4, Dir::kNram2Sram);
   }
 
   // resident: the job's last two tiles, i and i + 1, both kept on chip (x in the two input slots,
@@ -660,10 +671,17 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             const double reads = x_reads * x_bytes * halo + static_cast<double>(ncb) * dy_bytes;
             const double dram_bytes =
                 (l2_shares ? x_bytes * halo + dy_bytes : reads) + dw_bytes;
-            const double red = s > 1 ? acc * static_cast<double>(cores + cores * (s - 1) / s) / d.sram_bpc +
-                                           static_cast<double>((s - 1)) * static_cast<double>(d.vfu_cycles_fp32(
-                                               static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
-                                     : 0.0;
+            // The reduction (s > 1): each group's partial sums go to SRAM (every core of the
+            // cluster writing) during the last tile's next group's matmul, the last group's after
+            // the compute; then each core reads the others' sums for 1/s of the rows and adds them.
+            const double taps_d = static_cast<double>(g.taps), sram_w = acc * static_cast<double>(cores) / d.sram_bpc;
+            const double red =
+                s > 1 ? sram_w * static_cast<double>(last) / taps_d +
+                            static_cast<double>(groups - 1) * std::max(0.0, sram_w * static_cast<double>(tg) / taps_d - mm_group) +
+                            acc * static_cast<double>(cores * (s - 1) / s) / d.sram_bpc +
+                            static_cast<double>((s - 1)) *
+                                static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
+                      : 0.0;
             // Groups stored early (stores_groups_early): a group's store overlaps the next group's
             // matmul, so the last tile's steps take the longer of the two and only the last
             // group's store follows the compute.

@@ -54,8 +54,10 @@
 //     stage; with all jobs in one round on a chip with an L2 model, the blocks reading the same
 //     tile at the same time (x: those of the same input channels; dY: of the same output
 //     channels) read it from DRAM once;
-//   round  = first load + tiles per part x tile + (s > 1: the cluster's SRAM traffic of the reduction,
-//     acc x (cores + cores x (s - 1) / s) bytes over the SRAM rate) + stores, where store = the
+//   round  = first load + tiles per part x tile + (s > 1: the reduction, w_last + (groups - 1) x
+//     max(0, w_g - mm) + acc x cores x (s - 1) / s bytes over the SRAM rate + the VFU adds, w_g
+//     = a group's acc x cores bytes over the SRAM rate: each group's partial sums go to SRAM
+//     during the next group's matmul, the last group's after it) + stores, where store = the
 //     block's dW bytes at the IO-DMA rate or the core's share of DRAM (every core stores at once)
 //     and stores = store / s, or (s == 1, groups stored early) store_g + (groups - 1) x max(0,
 //     store_g - mm_g), store_g = store x tg / taps: a group's store overlaps the next group's

@@ -756,7 +756,8 @@ TEST_F(ConvTest, DirectBackwardWeight) {
     shared.tg = tg;
     forced_weight_grad<float>(big, shared, 1e-4, "shared, tg = " + std::to_string(tg));
   }
-  // Two pixel parts per block: each core's partial sums reach the others through SRAM.
+  // Two pixel parts per block: each core's partial sums reach the others through SRAM, each tap
+  // group's copied there once its last matmul is done (during the next group's).
   conv::WeightGradPlan split = plan;
   split.s = 2, split.shared = false, split.jobs = plan.nob * plan.ncb * 2;
   split.clusters = std::min<std::size_t>(2, (split.jobs + 3) / 4), split.rounds = (split.jobs + 4 * split.clusters - 1) / (4 * split.clusters);
