@@ -42,6 +42,9 @@ struct Setup {
   bool depthwise = false, strided = false, pack_dy = false, pack_w = false, temp_dx = false;
   bool direct = false;  // the direct NHWC kernel (direct_conv.h) on the mirrored, depth-major weights
   bool concurrent = false;  // its phases with taps in one launch (plan_concurrent_phases)
+  bool phased = false;      // its phases with taps as one convolution, each tile's dy loaded once (plan_phased)
+  conv::DirectConv united;  // that convolution (DirectConv::phases; bases relative to w and dx)
+  conv::DirectPlan united_plan;
   struct Phase {         // one per output phase (one at stride 1), each with its sub-kernel
     conv::DataPhase ph;
     conv::DirectConv dc;
@@ -99,6 +102,43 @@ void plan_concurrent_phases(const Handle& h, Setup* st) {
   for (std::size_t i = 0; i < taps.size(); ++i) taps[i]->plan = plans[i];
 }
 
+// Elements from dx's pixel (0, 0) to the phase's first pixel, and from w's tap (0, 0) to the
+// phase's last tap (k0 + stride x (taps - 1) along each axis): its sub-kernel's first, mirrored.
+std::int64_t phase_dx_offset(const Setup& st, const conv::DataPhase& ph) {
+  return i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
+}
+std::int64_t phase_w_offset(const Setup& st, const conv::DataPhase& ph) {
+  const auto& p = st.s.p;
+  return i64(ph.k0y + p.stride_h * (ph.taps_h - 1)) * st.wv.strides[2] +
+         i64(ph.k0x + p.stride_w * (ph.taps_w - 1)) * st.wv.strides[3];
+}
+
+// Strided, several phases with taps: all of them as one convolution (DirectConv::phases), each
+// tile of dy loaded once for every phase and every cluster running all phases on its pixels,
+// when the planner's estimate beats the phases' launches (concurrent or one after another).
+void plan_phased(const Handle& h, Setup* st) {
+  std::vector<const Setup::Phase*> taps;
+  for (const Setup::Phase& r : st->phases)
+    if (r.ph.taps_h * r.ph.taps_w > 0) taps.push_back(&r);
+  if (taps.size() < 2) return;
+  double separate = 0;  // the phases' launches: the slowest of a concurrent one, else their sum
+  for (const Setup::Phase* r : taps)
+    separate = st->concurrent ? std::max(separate, r->plan.est_cycles) : separate + r->plan.est_cycles;
+  conv::DirectConv u = taps[0]->dc;  // input, channels, weights' channel strides, output spec
+  u.out.row_stride = st->s.p.stride_w * st->dxv.strides[3];
+  for (const Setup::Phase* r : taps) {
+    conv::DirectConv::Phase p;
+    p.kh = r->dc.kh, p.kw = r->dc.kw, p.oh = r->dc.oh, p.ow = r->dc.ow, p.pad_h = r->dc.pad_h, p.pad_w = r->dc.pad_w;
+    p.ws_kh = r->dc.ws_kh, p.ws_kw = r->dc.ws_kw;
+    p.w_off = phase_w_offset(*st, r->ph), p.out_off = phase_dx_offset(*st, r->ph);
+    u.phases.push_back(p);
+  }
+  conv::unite_phases(u);
+  const conv::DirectPlan plan = conv::plan_direct(h, u);
+  if (plan.rh == 0 || plan.est_cycles >= separate) return;
+  st->phased = true, st->united = u, st->united_plan = plan;
+}
+
 // `bias` (nullptr: none) is checked; `with_bias` decides the direct kernel's epilogue buffers
 // (the workspace query plans with them: an upper bound, the GEMM path needs more than the direct).
 Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorDesc& w, const TensorDesc* bias,
@@ -154,6 +194,7 @@ Status setup(Handle* h, const ConvParams& p, const TensorDesc& dy, const TensorD
     if (fits) {
       st->direct = true;
       plan_concurrent_phases(*h, st);
+      plan_phased(*h, st);
       return Status::kSuccess;
     }
     st->phases.clear();
@@ -262,7 +303,7 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
     std::vector<conv::DirectPlan> plans;
     for (const Setup::Phase& r : st.phases) {
       const conv::DataPhase& ph = r.ph;
-      const std::int64_t at = i64(ph.ry) * st.dxv.strides[2] + i64(ph.rx) * st.dxv.strides[3];
+      const std::int64_t at = phase_dx_offset(st, ph);
       if (ph.taps_h * ph.taps_w == 0) {
         // No tap reaches the phase: its pixels are the bias, or zeros, written by the epilogue of
         // an empty product over [images x out_h] batches of [out_w pixels, C channels].
@@ -278,11 +319,9 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
         ++kernels;
         continue;
       }
-      // The phase's last tap (k0 + stride x (taps - 1) along each axis): its sub-kernel's first, mirrored.
-      const std::int64_t last = i64(ph.k0y + s.p.stride_h * (ph.taps_h - 1)) * st.wv.strides[2] +
-                                i64(ph.k0x + s.p.stride_w * (ph.taps_w - 1)) * st.wv.strides[3];
+      if (st.phased) continue;  // in the one launch below
       conv::DirectConv dc = r.dc;
-      dc.x_base = addr(dy_ptr), dc.w_base = addr(w_ptr) + static_cast<std::uint64_t>(last * i64(es));
+      dc.x_base = addr(dy_ptr), dc.w_base = addr(w_ptr) + static_cast<std::uint64_t>(phase_w_offset(st, ph) * i64(es));
       if (bias) dc.out.bias_base = bias_base, dc.out.bias_stride = bias->stride(0);
       dc.out.base = addr(dx_ptr) + static_cast<std::uint64_t>(at * i64(es));
       if (st.concurrent) {
@@ -292,7 +331,13 @@ Status conv2d_backward_data(Handle* h, const ConvParams& p, const TensorDesc& dy
       MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, dc, r.plan, &k));
       kernels += k;
     }
-    if (st.concurrent) {
+    if (st.phased) {
+      conv::DirectConv u = st.united;
+      u.x_base = addr(dy_ptr), u.w_base = addr(w_ptr), u.out.base = addr(dx_ptr);
+      if (bias) u.out.bias_base = bias_base, u.out.bias_stride = bias->stride(0);
+      MLU_RETURN_IF_ERROR(conv::launch_direct(*h, kOp, u, st.united_plan, &k));
+      kernels += k;
+    } else if (st.concurrent) {
       MLU_RETURN_IF_ERROR(conv::launch_direct_concurrent(*h, kOp, convs, plans, &k));
       kernels += k;
     }

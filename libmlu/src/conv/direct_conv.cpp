@@ -1,6 +1,7 @@
 #include "conv/direct_conv.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct Geometry {
   std::size_t es = 4;
   explicit Geometry(const DirectConv& c) {
     taps = c.kh * c.kw;
+    if (!c.phases.empty()) {
+      taps = 0;
+      for (const DirectConv::Phase& p : c.phases) taps += p.kh * p.kw;
+    }
     wp = (c.ow - 1) * c.stride_w + c.dil_w * (c.kw - 1) + 1;
     const std::int64_t room = i64(wp) - c.pad_w;
     count = room > 0 ? std::min<std::size_t>(c.w, static_cast<std::size_t>(room)) : 0;
@@ -57,6 +62,44 @@ struct Geometry {
   }
 };
 
+// The convolutions a tile runs: the description's phases, or the description itself as one.
+struct PhaseRun {
+  DirectConv::Phase ph;
+  std::size_t cols = 0;  // output columns its intrinsic computes per row: OW, or Wp - kw + 1 (phases)
+  std::size_t tap0 = 0;  // taps of the phases before it: its kernel's place in a unit's weights
+  std::size_t px0 = 0;   // accumulator pixels of the phases before it in a tile of rh rows
+};
+std::vector<PhaseRun> phase_runs(const DirectConv& c, const Geometry& g, std::size_t rh) {
+  std::vector<PhaseRun> v;
+  if (c.phases.empty()) {
+    PhaseRun r;
+    r.ph.kh = c.kh, r.ph.kw = c.kw, r.ph.oh = c.oh, r.ph.ow = c.ow, r.ph.pad_h = c.pad_h, r.ph.pad_w = c.pad_w;
+    r.ph.ws_kh = c.ws_kh, r.ph.ws_kw = c.ws_kw;
+    r.cols = c.ow;
+    return {r};
+  }
+  std::size_t taps = 0, px = 0;
+  for (const DirectConv::Phase& p : c.phases) {
+    PhaseRun r;
+    r.ph = p, r.cols = g.wp - p.kw + 1, r.tap0 = taps, r.px0 = px;
+    taps += p.kh * p.kw, px += rh * r.cols;
+    v.push_back(r);
+  }
+  return v;
+}
+// Pixels of the largest block the epilogue finishes at once (rh rows of one image; a phase's
+// rows of Wp - kw + 1 columns): the rows of the bias and affine tiles.
+std::size_t epilogue_pixels(const DirectConv& c, const Geometry& g, std::size_t rh) {
+  return rh * (c.phases.empty() ? c.ow : g.wp);
+}
+// Accumulator pixels of a tile of rh rows (ni images): all its phases' intrinsic outputs.
+std::size_t acc_pixels(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t ni) {
+  if (c.phases.empty()) return g.tile_out_rows(c, rh, ni) * c.ow;
+  std::size_t px = 0;
+  for (const DirectConv::Phase& p : c.phases) px += rh * (g.wp - p.kw + 1);
+  return px;
+}
+
 // Whether intrinsics write the output dtype directly (fp16 out of a single Cin chunk with nothing
 // to add: the TFU rounds its fp32 sums once) instead of an fp32 tile the epilogue finishes.
 bool direct_out(const DirectConv& c, std::size_t qc) {
@@ -80,15 +123,20 @@ struct CoreBuffers {
 CoreBuffers core_buffers(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t ni, std::size_t nco,
                          std::size_t cc, std::size_t ps, std::size_t wram_bytes) {
   CoreBuffers b;
-  const std::size_t m = g.tile_out_rows(c, rh, ni) * c.ow, qc = c.c / cc;
+  const std::size_t m = std::max(g.tile_out_rows(c, rh, ni) * c.ow, epilogue_pixels(c, g, rh));
+  const std::size_t qc = c.c / cc, px = acc_pixels(c, g, rh, ni);
   const std::size_t pieces = ceil_div(nco, ps), units = qc > 1 ? qc : pieces;
   const bool fp32_acc = c.dtype == sim::DType::kFloat32 || !direct_out(c, qc);
-  b.xslot = up128(g.tile_in_rows(c, rh, ni) * g.wp * cc * g.es);
+  // Phases whose window starts col_off columns in read as many pixels past the tile's last row
+  // (into columns they drop).
+  std::size_t tail = 0;
+  for (const DirectConv::Phase& p : c.phases) tail = std::max(tail, p.col_off);
+  b.xslot = up128((g.tile_in_rows(c, rh, ni) * g.wp + tail) * cc * g.es);
   b.wslot = up128(ps * g.taps * cc * g.es);
   b.resident = units * b.wslot <= wram_bytes;
   b.wslots = b.resident ? units : 2;
-  b.acc = up128(m * pieces * ps * (fp32_acc ? 4 : g.es));
-  if (!direct_out(c, qc) && c.dtype != sim::DType::kFloat32) b.out_stage = up128(m * nco * g.es);
+  b.acc = up128(px * pieces * ps * (fp32_acc ? 4 : g.es));
+  if (!direct_out(c, qc) && c.dtype != sim::DType::kFloat32) b.out_stage = up128(px * nco * g.es);
   if (c.out.bias) b.bias_raw = up128(nco * g.es), b.bias32 = up128(m * nco * 4);
   if (c.out.affine.enabled) b.affine = affine_buffer_bytes(nco, 0), b.affine_tile = up128(m * nco * 4);
   if (activation_needs_temp(c.out.act)) b.act_tmp = up128(m * nco * 4);
@@ -158,7 +206,7 @@ std::size_t sram_bytes(const DirectConv& c, const Geometry& g, std::size_t nco) 
 class DirectRun {
  public:
   DirectRun(const DirectConv& c, const DirectPlan& p)
-      : c_(c), p_(p), g_(c), direct_(direct_out(c, p.qc)), gq_(p.gq) {}
+      : c_(c), p_(p), g_(c), phases_(phase_runs(c, g_, p.rh)), direct_(direct_out(c, p.qc)), gq_(p.gq) {}
 
   // `cluster`: this participant's cluster among the plan's (0 .. plan.clusters - 1).
   void run(std::size_t cluster) {
@@ -198,7 +246,7 @@ class DirectRun {
     if (piecewise(j)) {  // piece gi: its channels' weights, [piece_n, KH, KW, C] (contiguous when dense)
       const std::size_t run = g_.taps * c_.c * g_.es, n = piece_n(j, gi);
       const Addr dst = wsram_.offset(i64(gi * p_.ps * run));
-      if (c_.w_k_major) return stage_k_major(dst, j.co0 + gi * p_.ps, n, 0, c_.c);
+      if (c_.w_k_major) return stage_k_major(phases_[0].ph, dst, j.co0 + gi * p_.ps, n, 0, c_.c);
       const Addr src{Space::kGdram,
                      c_.w_base + static_cast<std::uint64_t>(i64(j.co0 + gi * p_.ps) * c_.ws_o * i64(g_.es))};
       CopyShape sh;
@@ -214,7 +262,12 @@ class DirectRun {
     }
     const std::size_t wg = gq_ * p_.cc, nn = std::min(o1, j.nco) - o0;
     const Addr block = wsram_.offset(i64(gi * gq_ * chunk_bytes(j)));
-    if (c_.w_k_major) return stage_k_major(block.offset(i64(o0 * g_.es)), j.co0 + o0, nn, gi * wg, wg, j.nco);
+    if (c_.w_k_major) {  // each phase's kernel after the taps of the phases before it: [taps][wg][nco]
+      for (const PhaseRun& r : phases_)
+        stage_k_major(r.ph, block.offset(i64(o0 * g_.es) + i64(r.tap0 * wg * j.nco * g_.es)), j.co0 + o0, nn, gi * wg,
+                      wg, j.nco);
+      return;
+    }
     const Addr dst = block.offset(i64(o0 * g_.taps * wg * g_.es));
     const Addr src{Space::kGdram,
                    c_.w_base + static_cast<std::uint64_t>((i64(j.co0 + o0) * c_.ws_o + i64(gi * wg)) * i64(g_.es))};
@@ -229,18 +282,18 @@ class DirectRun {
     memcpy_strided_async(dst, src, s, Dir::kGdram2Sram);
   }
 
-  // Depth-major staging of output channels [n0, n0 + nn) x input channels [k0, k0 + kk) as
-  // [KH, KW, kk, nn] at dst, rows `pitch` channels apart (default nn): per kernel row, runs of nn
-  // channels (ws_o == 1), kk of them a row apart, KW such blocks a tap apart.
-  void stage_k_major(Addr dst, std::size_t n0, std::size_t nn, std::size_t k0, std::size_t kk,
-                     std::size_t pitch = 0) const {
+  // Depth-major staging of kernel `k`'s output channels [n0, n0 + nn) x input channels [k0, k0 +
+  // kk) as [KH, KW, kk, nn] at dst, rows `pitch` channels apart (default nn): per kernel row, runs
+  // of nn channels (ws_o == 1), kk of them a row apart, KW such blocks a tap apart.
+  void stage_k_major(const DirectConv::Phase& k, Addr dst, std::size_t n0, std::size_t nn, std::size_t k0,
+                     std::size_t kk, std::size_t pitch = 0) const {
     const std::int64_t es = i64(g_.es), run = i64(nn) * es, row = i64(pitch > 0 ? pitch : nn) * es;
-    for (std::size_t ky = 0; ky < c_.kh; ++ky) {
-      const std::int64_t el = i64(n0) * c_.ws_o + i64(k0) * c_.ws_c + i64(ky) * c_.ws_kh;
+    for (std::size_t ky = 0; ky < k.kh; ++ky) {
+      const std::int64_t el = k.w_off + i64(n0) * c_.ws_o + i64(k0) * c_.ws_c + i64(ky) * k.ws_kh;
       const Addr src{Space::kGdram, c_.w_base + static_cast<std::uint64_t>(el * es)};
-      memcpy_strided_async(dst.offset(i64(ky * c_.kw * kk) * row), src,
-                           CopyShape{static_cast<std::size_t>(run), kk, row, c_.ws_c * es, c_.kw, i64(kk) * row,
-                                     c_.ws_kw * es},
+      memcpy_strided_async(dst.offset(i64(ky * k.kw * kk) * row), src,
+                           CopyShape{static_cast<std::size_t>(run), kk, row, c_.ws_c * es, k.kw, i64(kk) * row,
+                                     k.ws_kw * es},
                            Dir::kGdram2Sram);
     }
   }
@@ -366,15 +419,17 @@ class DirectRun {
   }
 
   // A tile's [rows x OW, n] result for channels [co0, co0 + n), already in the output dtype, to y
-  // (asynchronous).
-  void store(Addr src, const Tile& t, std::size_t co0, std::size_t n) const {
+  // (asynchronous); of phase r: its rows of r.cols pixels, the first OW of each.
+  void store(Addr src, const Tile& t, std::size_t co0, std::size_t n, const PhaseRun& r) const {
     const gemm::OutputSpec& o = c_.out;
     const std::size_t nr = t.rows * c_.ow;
-    const std::int64_t off = o.batch.offset(t.n) + i64(t.oy0) * pitch() + i64(co0) * o.col_stride;
+    const std::int64_t off = o.batch.offset(t.n) + r.ph.out_off + i64(t.oy0) * pitch() + i64(co0) * o.col_stride;
     const Addr dst{Space::kGdram, o.base + static_cast<std::uint64_t>(off * i64(g_.es))};
     const std::size_t run = n * g_.es;
     CopyShape s;
-    if (pitch() != i64(c_.ow) * o.row_stride && t.rows > 1)  // rows apart: one level per row
+    if (!c_.phases.empty())
+      s = CopyShape{run, r.ph.ow, o.row_stride * i64(g_.es), i64(run), t.rows, pitch() * i64(g_.es), i64(r.cols * run)};
+    else if (pitch() != i64(c_.ow) * o.row_stride && t.rows > 1)  // rows apart: one level per row
       s = CopyShape{run, c_.ow, o.row_stride * i64(g_.es), i64(run), t.rows, pitch() * i64(g_.es), i64(c_.ow * run)};
     else
       s = o.row_stride == i64(n) || nr == 1 ? CopyShape{nr * run}
@@ -383,29 +438,31 @@ class DirectRun {
   }
 
   std::int64_t pitch() const { return c_.out_row_pitch ? c_.out_row_pitch : i64(c_.ow) * c_.out.row_stride; }
+  // Phase r's output rows in tile t (0: none; all of t's without phases).
+  std::size_t phase_rows(const PhaseRun& r, const Tile& t) const {
+    if (c_.phases.empty()) return t.rows;
+    return t.oy0 < r.ph.oh ? std::min(t.rows, r.ph.oh - t.oy0) : 0;
+  }
 
-  // The epilogue of output rows [oy0, oy0 + rows) of image n from acc [rows x OW, n_out] (fp32):
-  // one block, or (rows a pitch apart) one per row, the spec's base moved so that the matrix
-  // row oy x OW lands at row oy's address. `tile_row`: the tile row of the block's first row (an
-  // image's first row in a tile of stacked images), where its rows round into the staging buffer.
+  // The epilogue of output rows [oy0, oy0 + rows) of image n from acc [rows x OW, n_out] (fp32),
+  // finished as one block: stored by the epilogue, or (rows a pitch apart, or a phase's rows of
+  // r.cols pixels of which the first OW are kept) by one copy of the kept pixels (store()).
+  // `tile_row`: the tile row of the block's first row (an image's first row in a tile of stacked
+  // images), where its rows round into the staging buffer (after the phases before phase r), so
+  // that its store may still be in flight while the next block is finished.
   void finish(Addr acc, std::size_t n, std::size_t oy0, std::size_t rows, std::size_t c_out, std::size_t n_out,
-              std::size_t tile_row) {
-    if (pitch() == i64(c_.ow) * c_.out.row_stride) {
+              std::size_t tile_row, const PhaseRun& r) {
+    if (c_.phases.empty() && pitch() == i64(c_.ow) * c_.out.row_stride) {
       gemm::EpilogueBuffers e = epi_;
       if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64(tile_row * c_.ow * n_out * g_.es));
       gemm::finish_block(c_.out, acc, n, oy0 * c_.ow, rows * c_.ow, c_out, n_out, e);
       return;
     }
-    for (std::size_t r = 0; r < rows; ++r) {
-      gemm::OutputSpec o = c_.out;
-      const std::int64_t oy = i64(oy0 + r);
-      o.base += static_cast<std::uint64_t>((oy * pitch() - oy * i64(c_.ow) * o.row_stride) * i64(g_.es));
-      // Each row rounds into its own part of the staging buffer (sized for the whole tile), so
-      // its store may still be in flight while the next row (or the next image's) is finished.
-      gemm::EpilogueBuffers e = epi_;
-      if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64((tile_row + r) * c_.ow * n_out * g_.es));
-      gemm::finish_block(o, acc.offset(i64(r * c_.ow * n_out * 4)), n, (oy0 + r) * c_.ow, c_.ow, c_out, n_out, e);
-    }
+    gemm::EpilogueBuffers e = epi_;
+    if (buf_.out_stage) e.out_stage = e.out_stage.offset(i64((r.px0 + tile_row * r.cols) * n_out * g_.es));
+    Tile t;
+    t.n = n, t.oy0 = oy0, t.rows = rows;
+    store(gemm::finish_values(c_.out, acc, rows * r.cols, n_out, e), t, c_out, n_out, r);
   }
 
   void run_compute_core() {
@@ -433,8 +490,9 @@ class DirectRun {
       const std::vector<Step> steps = order_steps(mine.size, nu);
       const std::size_t t0 = j.tiles.begin + mine.begin;
       auto wslot = [&](std::size_t ci, std::size_t s) { return w_[buf_.resident ? ci : s % 2]; };
-      if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, p_.rh * c_.ow, epi_);
-      if (c_.out.affine.enabled && !steps.empty()) gemm::prepare_col_affine(c_.out, j.co0, j.nco, p_.rh * c_.ow, epi_);
+      const std::size_t block_px = epilogue_pixels(c_, g_, p_.rh);
+      if (c_.out.bias && !steps.empty()) gemm::prepare_col_bias(c_.out, 0, j.co0, j.nco, block_px, epi_);
+      if (c_.out.affine.enabled && !steps.empty()) gemm::prepare_col_affine(c_.out, j.co0, j.nco, block_px, epi_);
       // Input slots: per step (Cin chunks), or per tile (pieces share the tile's input).
       auto xslot = [&](std::size_t s) -> std::size_t { return pw ? steps[s].tile % 2 : s % 2; };
       if (!steps.empty()) load_x(tile(t0), 0, 0);  // while the memory core stages group 0
@@ -477,7 +535,7 @@ class DirectRun {
         const Addr acc = acc_[st.tile % 2].offset(
             pw ? i64(st.chunk * g_.tile_out_rows(c_, p_.rh, p_.ni) * c_.ow * p_.ps * es_acc) : 0);
         prm.in_w = g_.wp, prm.in_c = p_.cc, prm.out_c = n_out;
-        prm.k_h = c_.kh, prm.k_w = c_.kw, prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
+        prm.stride_h = c_.stride_h, prm.stride_w = c_.stride_w;
         prm.dilation_h = c_.dil_h, prm.dilation_w = c_.dil_w;
         prm.weights_k_major = c_.w_k_major;
         // split_last: the core's last intrinsic runs in two parts (the tile's images, else its rows,
@@ -497,20 +555,31 @@ class DirectRun {
             sub.oy0 = part ? t.oy0 + a : t.oy0, sub.rows = part ? t.rows - a : a;
             out0 = part ? a : 0, in0 = out0 * c_.stride_h;
           }
-          prm.in_h = g_.tile_in_rows(c_, sub.rows, sub.ni);
-          const Addr out = acc.offset(i64(out0 * c_.ow * n_out * es_acc));
-          conv2d(c_.dtype, acc_t, out, x_[xslot(s)].offset(i64(in0 * g_.wp * p_.cc * g_.es)), wslot(st.chunk, s), prm,
-                 !pw && st.chunk > 0);
+          // Phase r's block of the accumulator: [rows x r.cols, n_out] after the phases before it.
+          auto out = [&](const PhaseRun& r) { return acc.offset(i64((r.px0 + out0 * r.cols) * n_out * es_acc)); };
+          for (const PhaseRun& r : phases_) {  // one intrinsic per phase, its window of the same input tile
+            const std::size_t rows = phase_rows(r, sub);
+            if (rows == 0) continue;
+            prm.k_h = r.ph.kh, prm.k_w = r.ph.kw;
+            prm.in_h = c_.phases.empty() ? g_.tile_in_rows(c_, sub.rows, sub.ni) : rows + r.ph.kh - 1;
+            const Addr in = x_[xslot(s)].offset(i64(((in0 + r.ph.row_off) * g_.wp + r.ph.col_off) * p_.cc * g_.es));
+            const Addr w = wslot(st.chunk, s).offset(i64(r.tap0 * p_.cc * n_out * g_.es));
+            conv2d(c_.dtype, acc_t, out(r), in, w, prm, !pw && st.chunk > 0);
+          }
           sync_io();
           if (!pw && st.chunk + 1 < p_.qc) continue;
-          const std::int64_t pitch = i64(pitch_rows * c_.ow * n_out * es_acc);
-          for (std::size_t i = 0; i < sub.ni; ++i) {
-            const Tile ti = sub.image(i);
-            const Addr a = out.offset(i64(i) * pitch);
-            if (direct_)
-              store(a, ti, c_out, n_out);
-            else
-              finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out, out0 + i * pitch_rows);
+          for (const PhaseRun& r : phases_) {
+            const std::int64_t pitch = i64(pitch_rows * r.cols * n_out * es_acc);
+            for (std::size_t i = 0; i < sub.ni; ++i) {
+              Tile ti = sub.image(i);
+              ti.rows = phase_rows(r, ti);
+              if (ti.rows == 0) continue;
+              const Addr a = out(r).offset(i64(i) * pitch);
+              if (direct_)
+                store(a, ti, c_out, n_out, r);
+              else
+                finish(a, ti.n, ti.oy0, ti.rows, c_out, n_out, out0 + i * pitch_rows, r);
+            }
           }
         }
       }
@@ -540,6 +609,7 @@ class DirectRun {
   const DirectConv& c_;
   const DirectPlan& p_;
   const Geometry g_;
+  const std::vector<PhaseRun> phases_;
   CoreBuffers buf_;
   const bool direct_;
   const std::size_t gq_;  // Cin chunks per staging copy
@@ -619,6 +689,23 @@ std::vector<DataPhase> backward_data_phases(const ConvShape& s) {
   return v;
 }
 
+void unite_phases(DirectConv& c) {
+  // Output row a of a phase reads input rows a - pad_h .. a - pad_h + kh - 1: the union reads from
+  // a - max(pad_h) to a + max(kh - 1 - pad_h) (columns alike).
+  std::int64_t pad_h = 0, pad_w = 0, below = std::numeric_limits<std::int64_t>::min(), right = below;
+  c.oh = c.ow = 0;
+  for (const DirectConv::Phase& p : c.phases) {
+    pad_h = std::max(pad_h, p.pad_h), pad_w = std::max(pad_w, p.pad_w);
+    below = std::max(below, i64(p.kh) - 1 - p.pad_h), right = std::max(right, i64(p.kw) - 1 - p.pad_w);
+    c.oh = std::max(c.oh, p.oh), c.ow = std::max(c.ow, p.ow);
+  }
+  c.pad_h = pad_h, c.pad_w = pad_w;
+  c.kh = static_cast<std::size_t>(pad_h + below + 1), c.kw = static_cast<std::size_t>(pad_w + right + 1);
+  c.stride_h = c.stride_w = c.dil_h = c.dil_w = 1;
+  for (DirectConv::Phase& p : c.phases)
+    p.row_off = static_cast<std::size_t>(pad_h - p.pad_h), p.col_off = static_cast<std::size_t>(pad_w - p.pad_w);
+}
+
 bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const View4& dy, const View4& w,
                                   const View4& dx) {
   if (s.groups != 1 || s.c == 0 || s.oc == 0) return false;
@@ -636,13 +723,22 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   DirectPlan best;
   if (!d.on_tfu() || c.n * c.oh * c.ow * c.oc * c.c == 0) return best;
   if (c.w_k_major ? c.ws_o != 1 && c.oc > 1 : c.ws_c != 1 && c.c > 1) return best;  // layouts the staging cannot copy
+  if (!c.phases.empty() && !c.w_k_major) return best;
   const Geometry g(c);
+  const bool phased = !c.phases.empty();
+  // Output pixels of a tile of `rows` rows (ni images): every phase's (each at most its own rows).
+  auto out_px = [&](std::size_t rows, std::size_t ni) {
+    if (!phased) return static_cast<double>(ni * rows * c.ow);
+    double px = 0;
+    for (const DirectConv::Phase& p : c.phases) px += static_cast<double>(std::min(rows, p.oh) * p.ow);
+    return px;
+  };
   // The plan's clusters, and every core of the device loading DRAM at once (a budget of clusters
   // shares the device with the convolutions on the others).
   const std::size_t cores = d.cores_per_cluster, all_cores = cores * d.clusters;
   const std::size_t clusters = max_clusters > 0 ? std::min<std::size_t>(max_clusters, d.clusters) : d.clusters;
   const double w_bytes = static_cast<double>(c.oc * g.taps * c.c * g.es);
-  const double y_bytes = static_cast<double>(c.n * c.oh * c.ow * c.oc * g.es);
+  const double y_bytes = out_px(c.oh, 1) * static_cast<double>(c.n * c.oc * g.es);
   const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
   // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC, and OC
   // cut into q equal chunks (q up to 64).
@@ -667,7 +763,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
       // Output-channel pieces (single Cin chunk, nothing for the epilogue to add): whole TFU
       // column folds, so a piece's intrinsic wastes no more columns than the chunk's would.
       std::vector<std::size_t> pss{nco};
-      if (qc == 1 && direct_out(c, 1))
+      if (qc == 1 && direct_out(c, 1) && !phased)
         for (std::size_t v = d.tfu_cols; v < nco; v += d.tfu_cols) pss.push_back(v);
       for (std::size_t ps : pss) {
         const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, ps, d.wram_bytes);
@@ -703,7 +799,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         // Bands of rh rows of one image, then (stride 1) tiles of ni whole images.
         for (std::size_t opt = 1; opt < c.oh + c.n; ++opt) {
           const std::size_t rh = std::min(opt, c.oh), ni = opt > c.oh ? opt - c.oh + 1 : 1;
-          if (ni > 1 && c.stride_h != 1) break;
+          if (ni > 1 && (c.stride_h != 1 || phased)) break;
           const CoreBuffers b = core_buffers(c, g, rh, ni, nco, cc, ps, d.wram_bytes);
           if (b.nram() > d.nram_bytes) break;
           const std::size_t tb = ceil_div(c.oh, rh), tiles = ceil_div(c.n, ni) * tb;
@@ -721,13 +817,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           // with the TFU; its store overlaps the next tile.
           auto epilogue = [&](std::size_t rows) {
             if (direct) return 0.0;
-            const double n = static_cast<double>(ni * rows * c.ow * nco);
+            const double n = out_px(rows, ni) * static_cast<double>(nco);
             const int passes =
                 (c.out.bias ? 1 : 0) + (c.out.affine.enabled ? 2 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
             return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
           };
           auto store = [&](std::size_t rows) {
-            const double bytes = static_cast<double>(ni * rows * c.ow * nco * g.es);
+            const double bytes = out_px(rows, ni) * static_cast<double>(nco * g.es);
             return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
           };
           auto tile_cycles = [&](std::size_t rows, double readers) {
@@ -740,7 +836,11 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
               }
               return sum;
             }
-            const double tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
+            // One intrinsic, or one per phase (whole input-tile rows: Wp - kw + 1 columns each).
+            double tfu = 0;
+            if (!phased) tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
+            for (const DirectConv::Phase& p : c.phases)
+              tfu += static_cast<double>(d.conv_cycles(std::min(rows, p.oh) * (g.wp - p.kw + 1), p.kh * p.kw, cc, nco));
             const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };
@@ -749,7 +849,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           // half the tile's, hide behind the second part's intrinsic, for one more intrinsic's
           // fill and drain. Decided on that difference alone.
           bool split_last = false;
-          if (!pw && (ni > 1 || rh > 1)) {
+          if (!pw && (ni > 1 || rh > 1) && !phased) {
             auto conv_m = [&](std::size_t m) { return static_cast<double>(d.conv_cycles(m, g.taps, cc, nco)); };
             const std::size_t ma = ni > 1 ? g.tile_out_rows(c, rh, ni / 2) : rh / 2;
             const std::size_t mb = ni > 1 ? g.tile_out_rows(c, rh, ni - ni / 2) : rh - rh / 2;

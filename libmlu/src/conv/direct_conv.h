@@ -117,7 +117,28 @@ struct DirectConv {
   // Elements between two output rows of an image; 0: OW x out.row_stride (the rows of the [OH x OW,
   // OC] matrix follow each other). A phase of a strided backward-data writes every stride-th row.
   std::int64_t out_row_pitch = 0;
+  // Several convolutions of one input, each tile's input loaded once for all of them (the phases
+  // of a strided backward-data): empty for one convolution (kh x kw taps at w_base, output at
+  // out.base). Each phase is a stride-1 convolution of the input padded by its own pad_h / pad_w
+  // with a kernel of its own (depth-major: w_k_major), writing its oh x ow pixels at out.base +
+  // out_off with the description's pixel stride (out.row_stride) and row pitch. unite_phases()
+  // sets the description's window to the union of theirs (kh x kw at pad_h, pad_w; oh x ow the
+  // largest; stride and dilation 1) and each phase's row_off / col_off in it. A phase's intrinsic
+  // reads whole rows of the input tile (in_w = the tile's width Wp), so it computes Wp - kw + 1
+  // columns per row, of which its ow first are kept.
+  struct Phase {
+    std::size_t kh = 1, kw = 1, oh = 0, ow = 0;
+    std::int64_t pad_h = 0, pad_w = 0;
+    std::int64_t w_off = 0;             // elements from w_base to its kernel's first tap
+    std::int64_t ws_kh = 0, ws_kw = 0;  // its tap strides (elements)
+    std::int64_t out_off = 0;           // elements from out.base to its pixel (0, 0)
+    std::size_t row_off = 0, col_off = 0;  // derived (unite_phases)
+  };
+  std::vector<Phase> phases;
 };
+
+// Sets c's window from c.phases (see DirectConv::phases). Every phase needs pad_h, pad_w >= 0.
+void unite_phases(DirectConv& c);
 
 // Whether the direct kernel takes this forward convolution (layouts, groups, dtype, output stage).
 bool direct_forward_applies(const Handle& h, const ConvShape& s, const View4& x, const View4& w, const View4& y,

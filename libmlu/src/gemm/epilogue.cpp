@@ -119,6 +119,16 @@ void load_row_affine(const OutputSpec& o, std::size_t b, std::size_t r0, std::si
 
 void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0,
                   std::size_t nc, const EpilogueBuffers& bufs) {
+  const Addr src = finish_values(o, acc, nr, nc, bufs);
+  const std::int64_t es = i64(sim::dtype_size(o.dtype));
+  const Place m = c_place(o);
+  for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
+    memcpy_strided_async(c_addr(o, m, b, r0, c), src.offset(i64(c - c0) * es), c_shape(o, m, nr, len, nc, true),
+                         Dir::kNram2Gdram);
+  });
+}
+
+Addr finish_values(const OutputSpec& o, Addr acc, std::size_t nr, std::size_t nc, const EpilogueBuffers& bufs) {
   const std::size_t n = nr * nc;
   if (o.alpha != 1.0f) vec_binary_scalar(VecBinaryOp::kMul, DType::kFloat32, acc, acc, o.alpha, n);
   if (o.bias && !o.bias_per_row) vec_binary(VecBinaryOp::kAdd, DType::kFloat32, acc, acc, bufs.bias32, n);
@@ -151,17 +161,9 @@ void finish_block(const OutputSpec& o, Addr acc, std::size_t b, std::size_t r0, 
     apply_row_affine(bufs.affine, acc, nr, nc);
   }
   apply_activation(o.act, acc, bufs.act_tmp, n);
-  Addr src = acc;
-  if (o.dtype != DType::kFloat32) {
-    vec_cast(o.dtype, bufs.out_stage, DType::kFloat32, acc, n);
-    src = bufs.out_stage;
-  }
-  const std::int64_t es = i64(sim::dtype_size(o.dtype));
-  const Place m = c_place(o);
-  for_each_run(o, c0, nc, [&](std::size_t c, std::size_t len) {
-    memcpy_strided_async(c_addr(o, m, b, r0, c), src.offset(i64(c - c0) * es), c_shape(o, m, nr, len, nc, true),
-                         Dir::kNram2Gdram);
-  });
+  if (o.dtype == DType::kFloat32) return acc;
+  vec_cast(o.dtype, bufs.out_stage, DType::kFloat32, acc, n);
+  return bufs.out_stage;
 }
 
 }  // namespace mlusim::mlu::gemm

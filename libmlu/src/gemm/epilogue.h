@@ -44,5 +44,11 @@ void load_row_affine(const OutputSpec& o, std::size_t b, std::size_t r0, std::si
 // Once the loads above landed: finishes acc [nr, nc] (fp32, dense) in place and issues its store.
 void finish_block(const OutputSpec& o, dev::Addr acc, std::size_t b, std::size_t r0, std::size_t nr, std::size_t c0,
                   std::size_t nc, const EpilogueBuffers& bufs);
+// finish_block without the store: the same passes over acc [nr, nc] (what they load issued and
+// landed), rounded to C's dtype (into bufs.out_stage unless fp32); returns where the result is,
+// for a caller whose rows land in a pattern the OutputSpec cannot describe (the direct
+// convolution's output rows a pitch apart).
+dev::Addr finish_values(const OutputSpec& o, dev::Addr acc, std::size_t nr, std::size_t nc,
+                        const EpilogueBuffers& bufs);
 
 }  // namespace mlusim::mlu::gemm

@@ -599,11 +599,12 @@ TEST_F(ConvTest, DirectBackwardData) {
 }
 
 // Strided, channels-innermost: one direct convolution per output phase with its sub-kernel
-// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16). Phases no tap
-// reaches are filled with zeros or the bias over dx's previous contents: a 1x1 / 2 is one direct
-// kernel, one fill of the odd columns of even rows and one of whole odd rows; a 3x3 / 4 has
-// tapless rows and tapless columns in rows with taps. Each phase's kernel reads its mirrored
-// sub-kernel straight from w (no transposed copy).
+// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16), here all the
+// phases with taps in one kernel (DirectConv::phases, below). Phases no tap reaches are filled
+// with zeros or the bias over dx's previous contents: a 1x1 / 2 is one direct kernel, one fill of
+// the odd columns of even rows and one of whole odd rows; a 3x3 / 4 has tapless rows and tapless
+// columns in rows with taps. Each phase reads its mirrored sub-kernel straight from w (no
+// transposed copy).
 TEST_F(ConvTest, DirectBackwardDataStrided) {
   const Format cl = Format::kChannelsLast;
   const Case s2{2, 6, 9, 8, 5, 3, 3, params(1, 1, 2, 2, 1, 1, 1)};
@@ -617,7 +618,7 @@ TEST_F(ConvTest, DirectBackwardDataStrided) {
             9u);
   EXPECT_EQ(phases[3].out_h, 4u);  // rows 1, 3, 5, 7 of 9
   backward_data<float>(s2, cl, cl, cl, 1e-4);
-  EXPECT_EQ(h().ops().back().kernels, 4u);  // one direct kernel per phase
+  EXPECT_EQ(h().ops().back().kernels, 1u);  // the four phases in one direct kernel
   backward_data<float>({1, 4, 21, 19, 6, 7, 7, params(3, 3, 2, 2, 1, 1, 1)}, Format::kNhwc, Format::kNhwc,
                        Format::kNhwc, 1e-4);
   backward_data<float>({2, 5, 10, 7, 4, 3, 2, params(2, 0, 2, 1, 1, 1, 1)}, cl, cl, cl, 1e-4);
@@ -627,9 +628,109 @@ TEST_F(ConvTest, DirectBackwardDataStrided) {
   backward_data<float>(kCases[5], cl, cl, cl, 1e-4, /*bias=*/true);
   const Case s4{2, 5, 13, 14, 6, 3, 3, params(0, 0, 4, 4, 1, 1, 1)};  // rows and columns 3, 7, 11: no taps
   backward_data<float>(s4, cl, cl, cl, 1e-4);
-  // 9 phases with taps (a direct kernel each), 3 tapless in rows with taps, rows 3 mod 4 whole.
-  EXPECT_EQ(h().ops().back().kernels, 9u + 3 + 1);
+  // 9 phases with taps (one direct kernel), 3 tapless in rows with taps, rows 3 mod 4 whole.
+  EXPECT_EQ(h().ops().back().kernels, 1u + 3 + 1);
   backward_data<half>(s4, Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3, /*bias=*/true);
+}
+
+// The phases of a strided backward-data as one direct kernel (DirectConv::phases): unite_phases
+// places each phase's window in the union's, each tile's dy is loaded once and every phase runs
+// its own intrinsic over whole tile rows, Wp - kw + 1 columns of which its ow first are kept.
+// 3x3 / 2 on 9 x 8 (phases of 1 x 1, 1 x 2, 2 x 1 and 2 x 2 taps; 5 and 4 rows): at padding 1
+// every phase is padded by 0 and the union is 2 x 2 at padding 0 (a 1-tap phase computes a
+// column it drops); at padding 0 the 2-tap dimensions are padded by 1, so the union is 2 x 2 at
+// padding 1 and a 1-tap phase's window starts one row or column in (its last row reads past the
+// tile into the columns it drops). dx against the transposed convolution's loops, as planned and
+// forced to two Cin chunks; the TFU time = the sum over the intrinsics of tfu_timing.h's formula
+// (tiny: fp32 4 x 4, output-stationary, folds not pipelined), per tile, Cin chunk and phase with
+// rows there: M = rows x (Wp - kw + 1), K = taps x cc, N = the chunk's output channels.
+TEST_F(ConvTest, DirectBackwardDataPhasesShareTheInputTile) {
+  for (const std::int64_t pad : {1, 0}) {
+    SCOPED_TRACE("pad " + std::to_string(pad));
+    const Case k{2, 8, 9, 8, 6, 3, 3, params(pad, pad, 2, 2, 1, 1, 1)};
+    conv::ConvShape shape;
+    shape.n = k.n, shape.c = k.c, shape.h = k.h, shape.w = k.w, shape.oc = k.oc, shape.kh = k.kh, shape.kw = k.kw;
+    shape.p = k.p;
+    const std::int64_t oh = out_dim(k.h, k.kh, pad, 2, 1), ow = out_dim(k.w, k.kw, pad, 2, 1);
+    auto dy = make<float>(k.n, k.oc, oh, ow, Format::kChannelsLast, 61);
+    auto w = make<float>(k.oc, k.c, k.kh, k.kw, Format::kChannelsLast, 62);
+    auto dx = make<float>(k.n, k.c, k.h, k.w, Format::kChannelsLast, 63);
+    std::vector<double> want(dx.data.size(), 0.0);
+    for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
+      want[flat(dx.d, n, ci, iy, ix)] += w.get(o, ci, i, j) * dy.get(n, o, oy, ox);
+    });
+    conv::DirectConv u;
+    u.dtype = DType::kFloat32;
+    u.n = k.n, u.h = static_cast<std::size_t>(oh), u.w = static_cast<std::size_t>(ow), u.c = k.oc, u.oc = k.c;
+    u.xs_n = dy.s[0], u.xs_h = dy.s[2], u.xs_w = dy.s[3];
+    u.w_k_major = true, u.ws_o = w.s[1], u.ws_c = w.s[0];
+    u.x_base = reinterpret_cast<std::uintptr_t>(to_device(dy.data));
+    u.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
+    void* pdx = to_device(dx.data);
+    direct_output_to(&u, dx, pdx);
+    u.out.row_stride = 2 * dx.s[3], u.out_row_pitch = 2 * dx.s[2];
+    for (const conv::DataPhase& ph : conv::backward_data_phases(shape)) {
+      conv::DirectConv::Phase p;
+      p.kh = ph.taps_h, p.kw = ph.taps_w, p.oh = ph.out_h, p.ow = ph.out_w, p.pad_h = ph.pad_h, p.pad_w = ph.pad_w;
+      p.ws_kh = -2 * w.s[2], p.ws_kw = -2 * w.s[3];
+      using I = std::int64_t;
+      p.w_off = I(ph.k0y + 2 * (ph.taps_h - 1)) * w.s[2] + I(ph.k0x + 2 * (ph.taps_w - 1)) * w.s[3];
+      p.out_off = I(ph.ry) * dx.s[2] + I(ph.rx) * dx.s[3];
+      u.phases.push_back(p);
+    }
+    ASSERT_EQ(u.phases.size(), 4u);
+    conv::unite_phases(u);
+    EXPECT_EQ(u.kh, 2u);
+    EXPECT_EQ(u.kw, 2u);
+    EXPECT_EQ(u.pad_h, 1 - pad);
+    EXPECT_EQ(u.pad_w, 1 - pad);
+    EXPECT_EQ(u.oh, 5u);
+    EXPECT_EQ(u.ow, 4u);
+    for (const conv::DirectConv::Phase& p : u.phases) {
+      EXPECT_EQ(p.row_off, p.kh == 1 && pad == 0 ? 1u : 0u);
+      EXPECT_EQ(p.col_off, p.kw == 1 && pad == 0 ? 1u : 0u);
+    }
+    const conv::DirectPlan planned = conv::plan_direct(h(), u);
+    ASSERT_GT(planned.rh, 0u);
+    EXPECT_FALSE(planned.split_last);
+    EXPECT_EQ(planned.ni, 1u);
+    conv::DirectPlan chunks = planned;
+    chunks.cc = 3, chunks.qc = 2, chunks.ps = chunks.nco, chunks.split0 = false;
+    const std::uint64_t r = 4, c = 4, wp = u.ow + u.kw - 1;  // the input tile's width
+    auto f = [&](std::uint64_t m, std::uint64_t kk, std::uint64_t n) {
+      return ((m + r - 1) / r) * ((n + c - 1) / c) * (kk + r + c - 2) - 1;
+    };
+    for (const conv::DirectPlan& plan : {planned, chunks}) {
+      SCOPED_TRACE(plan.str());
+      std::uint64_t want_cycles = 0, intrinsics = 0;
+      for (std::size_t job = 0; job < plan.jobs; ++job) {
+        const std::size_t nn = std::min(plan.nco, u.oc - (job / plan.gp) * plan.nco);
+        const gemm::Span jt = gemm::split_units(k.n * plan.tb, plan.gp, 1, job % plan.gp);
+        for (std::size_t core = 0; core < 4; ++core) {
+          const gemm::Span mine = gemm::split_units(jt.size, 4, 1, core);
+          for (std::size_t t = jt.begin + mine.begin; t < jt.begin + mine.begin + mine.size; ++t) {
+            const std::size_t y0 = (t % plan.tb) * plan.rh;
+            for (const conv::DirectConv::Phase& p : u.phases) {
+              if (y0 >= p.oh) continue;
+              const std::uint64_t rows = std::min(plan.rh, p.oh - y0);
+              want_cycles += plan.qc * f(rows * (wp - p.kw + 1), p.kh * p.kw * plan.cc, nn), intrinsics += plan.qc;
+            }
+          }
+        }
+      }
+      ASSERT_EQ(mlusimResetStats(0), cnrtSuccess);
+      std::uint32_t kernels = 0;
+      ASSERT_EQ(conv::launch_direct(h(), "direct_phases", u, plan, &kernels), Status::kSuccess) << last_error_detail();
+      ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess) << last_error_detail();
+      auto got = dx;
+      got.data = from_device<float>(pdx, dx.data.size());
+      expect_close(got, want, 1e-4, "dx");
+      mlusimDeviceStats_t st{};
+      ASSERT_EQ(mlusimGetDeviceStats(0, &st), cnrtSuccess);
+      EXPECT_EQ(st.engine_intrinsics[2], intrinsics);
+      EXPECT_EQ(st.engine_cycles[2], want_cycles);
+    }
+  }
 }
 
 TEST_F(ConvTest, BackwardDataDepthwise) {
