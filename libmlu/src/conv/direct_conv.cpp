@@ -566,8 +566,13 @@ class DirectRun {
             const Addr w = wslot(st.chunk, s).offset(i64(r.tap0 * p_.cc * n_out * g_.es));
             conv2d(c_.dtype, acc_t, out(r), in, w, prm, !pw && st.chunk > 0);
           }
-          sync_io();
+          // The next step's loads; a tile's stores drain during the next tile's steps, waited
+          // for only before this tile's epilogue rounds into the staging buffer they read (or,
+          // fp32, two tiles later writes the accumulator they read). Pieces store every step.
+          if (pw) sync_io();
+          else sync_loads();
           if (!pw && st.chunk + 1 < p_.qc) continue;
+          if (!pw && part == 0) sync_io();
           for (const PhaseRun& r : phases_) {
             const std::int64_t pitch = i64(pitch_rows * r.cols * n_out * es_acc);
             for (std::size_t i = 0; i < sub.ni; ++i) {

@@ -395,23 +395,41 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
 }
 
 void Core::sync_io() {
+  retire_copies([](const OutstandingCopy&) { return true; });
+}
+
+void Core::sync_loads() {
+  retire_copies([](const OutstandingCopy& c) {
+    return std::any_of(c.writes.begin(), c.writes.end(), [](const Range& r) { return r.space != Space::kGdram; });
+  });
+}
+
+void Core::retire_copies(bool (*wait_for)(const OutstandingCopy&)) {
   for (OutstandingCopy& c : outstanding_)
-    if (!c.transfer->done()) wait_event(c.transfer->done_event());
-  if (tfu_chain_ && device_.now_abs() == tfu_end_ps_) {
-    // No stall: the next intrinsic may still follow the last one; keep what the copies touched.
-    const auto box = [](const std::vector<Range>& rs) {
-      Range b = rs.front();
-      for (const Range& r : rs) b.lo = std::min(b.lo, r.lo), b.hi = std::max(b.hi, r.hi);
-      return b;
-    };
-    for (const OutstandingCopy& c : outstanding_)
-      if (!c.reads.empty()) retired_.push_back({box(c.reads), box(c.writes), c.transfer->end_ps()});
-  } else {
-    break_tfu_chain();
+    if (wait_for(c) && !c.transfer->done()) wait_event(c.transfer->done_event());
+  // No stall: the next intrinsic may still follow the last one; keep what the retired copies touched.
+  const bool chain = tfu_chain_ && device_.now_abs() == tfu_end_ps_;
+  if (!chain) break_tfu_chain();
+  const auto box = [](const std::vector<Range>& rs) {
+    Range b = rs.front();
+    for (const Range& r : rs) b.lo = std::min(b.lo, r.lo), b.hi = std::max(b.hi, r.hi);
+    return b;
+  };
+  std::vector<OutstandingCopy> kept;
+  for (OutstandingCopy& c : outstanding_) {
+    if (!c.transfer->done()) {
+      kept.push_back(std::move(c));
+      continue;
+    }
+    if (chain && !c.reads.empty()) retired_.push_back({box(c.reads), box(c.writes), c.transfer->end_ps()});
   }
-  outstanding_.clear();
+  outstanding_ = std::move(kept);
   inflight_reads_.clear();
   inflight_writes_.clear();
+  for (const OutstandingCopy& c : outstanding_) {
+    for (const Range& r : c.reads) inflight_reads_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
+    for (const Range& r : c.writes) inflight_writes_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -66,6 +66,7 @@ class Core {
   std::uint64_t available(Space space) const;
   void copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, bool async);
   void sync_io();
+  void sync_loads();  // dev::sync_loads: the copies into on-chip memory only
   void barrier(bool whole_group);
   void vec_binary(VecBinaryOp op, DType t, Addr dst, Addr a, Addr b, std::uint64_t n);
   void vec_binary_scalar(VecBinaryOp op, DType t, Addr dst, Addr a, double s, std::uint64_t n);
@@ -96,6 +97,9 @@ class Core {
     std::vector<Range> reads, writes;
   };
 
+  // Waits for the outstanding copies `wait_for` selects, then retires every copy that has landed
+  // (sync_io: all of them; sync_loads: those writing on-chip memory).
+  void retire_copies(bool (*wait_for)(const OutstandingCopy&));
   void thread_main();
   void run_task();
   void wait_ps(Picos ps);

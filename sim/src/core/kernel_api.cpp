@@ -46,6 +46,7 @@ void memcpy_strided_async(Addr dst, Addr src, const CopyShape& shape, Dir dir) {
 }
 
 void sync_io() { core().sync_io(); }
+void sync_loads() { core().sync_loads(); }
 void sync_compute() { (void)core(); }  // compute intrinsics block the core until done
 void sync_cluster() { core().barrier(false); }
 void sync_all() { core().barrier(true); }

@@ -38,6 +38,33 @@ TEST_F(DmaTiming, SegmentsRoundUpToBursts) {
   EXPECT_EQ(r.end_ps - r.start_ps, 264'000u);
 }
 
+// sync_loads waits for the on-chip move (NRAM -> WRAM, Move-DMA) and not for the store issued
+// before it (NRAM -> GDRAM, IO-DMA): the 260-cycle VFU fill after it (10 + 8000 / 32) runs while
+// the store drains, so the task ends when the store lands, as a task with the store alone; with
+// sync_io the fill waits for the store and the task takes 260 cycles more.
+TEST_F(DmaTiming, SyncLoadsLetsStoresDrainBehindCompute) {
+  const std::uint64_t dst = dmalloc(16384, 1024);
+  auto kernel = [dst](int sync) {
+    return [dst, sync] {
+      auto out = nram_alloc<std::uint8_t>(16384);
+      auto buf = nram_alloc<float>(8000);
+      auto w = wram_alloc<std::uint8_t>(128);
+      memcpy_async(Addr{Space::kGdram, dst}, out, 16384, Dir::kNram2Gdram);
+      if (sync == 0) return;
+      memcpy_async(w, out, 128, Dir::kNram2Wram);
+      if (sync == 1) sync_loads();
+      else sync_io();
+      vec_fill(DType::kFloat32, buf, 0.0, 8000);
+    };
+  };
+  const KernelRecord alone = run("store", kernel(0)), loads = run("loads", kernel(1)), all = run("io", kernel(2));
+  ASSERT_FALSE(loads.faulted) << loads.fault;
+  ASSERT_FALSE(all.faulted) << all.fault;
+  EXPECT_GT(alone.cycles, 1000u);  // 16 KiB at 16 GB/s: over four times the fill
+  EXPECT_EQ(loads.cycles, alone.cycles);
+  EXPECT_EQ(all.cycles, alone.cycles + 260);
+}
+
 // With a 32 GB/s IO-DMA, DRAM interleaving decides: a contiguous 4 KiB spreads over 4 channels
 // (64 GB/s, so the DMA's 32 GB/s limits: 128 ns), while 64 segments of 64 B with a 1 KiB source
 // stride all fall in channel 0 (16 GB/s: 256 ns).

@@ -91,6 +91,32 @@ TEST_F(Faults, OverwritingAnInFlightSourceIsAHazard) {
   EXPECT_FALSE(ok.faulted) << ok.fault;
 }
 
+// sync_loads leaves a store running: its source is still guarded (writing it is a hazard), while
+// the load waited for may be read; after sync_io the source may be written.
+TEST_F(Faults, SyncLoadsKeepsAStoresSourceGuarded) {
+  const std::uint64_t dst = dmalloc(16384), src = dmalloc(4096);
+  const std::string f = expect_fault([dst, src] {
+    auto out = nram_alloc<float>(4096), in = nram_alloc<float>(1024);
+    memcpy_async(Addr{Space::kGdram, dst}, out, 16384, Dir::kNram2Gdram);
+    memcpy_async(in, Addr{Space::kGdram, src}, 4096, Dir::kGdram2Nram);
+    sync_loads();
+    vec_unary(VecUnaryOp::kExp, DType::kFloat32, in, in, 1024);  // landed: fine
+    vec_fill(DType::kFloat32, out, 0.0, 4096);                   // the store may still read it
+  });
+  EXPECT_THAT(f, HasSubstr("hazard"));
+  EXPECT_THAT(f, HasSubstr("writes"));
+  const KernelRecord ok = run("synced", [dst, src] {
+    auto out = nram_alloc<float>(4096), in = nram_alloc<float>(1024);
+    memcpy_async(Addr{Space::kGdram, dst}, out, 16384, Dir::kNram2Gdram);
+    memcpy_async(in, Addr{Space::kGdram, src}, 4096, Dir::kGdram2Nram);
+    sync_loads();
+    vec_unary(VecUnaryOp::kExp, DType::kFloat32, in, in, 1024);
+    sync_io();
+    vec_fill(DType::kFloat32, out, 0.0, 4096);
+  });
+  EXPECT_FALSE(ok.faulted) << ok.fault;
+}
+
 // A UNION1 task that skips sync_cluster while the others wait: a barrier mismatch, not a hang.
 TEST_F(Faults, BarrierMismatchFaultsInsteadOfHanging) {
   const std::string f = expect_fault([] {

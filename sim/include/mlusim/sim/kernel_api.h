@@ -85,6 +85,13 @@ void memcpy_strided_async(Addr dst, Addr src, const CopyShape& shape, Dir dir);
 
 // ---- synchronisation ----
 void sync_io();       // wait for this core's outstanding async copies
+// Wait for this core's outstanding async copies into on-chip memory (NRAM, WRAM, SRAM: loads and
+// on-chip moves); copies to GDRAM (stores) keep running, their source ranges still guarded (a
+// write to one before the store has landed is a hazard fault), until a later sync_io or their
+// landing. A kernel that double-buffers its output lets a tile's stores drain during the next
+// tile's steps (as CUDA separates TMA loads' completion, mbarriers, from stores'
+// cp.async.bulk.wait_group). Same time as sync_io when nothing but loads is outstanding.
+void sync_loads();
 void sync_compute();  // wait for this core's compute pipelines (they are in-order: a no-op in time)
 void sync_cluster();  // barrier: the cluster's compute cores + memory core of this union group
 void sync_all();      // barrier: every core and memory core of this union group
