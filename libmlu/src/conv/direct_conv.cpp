@@ -566,9 +566,10 @@ class DirectRun {
             const Addr w = wslot(st.chunk, s).offset(i64(r.tap0 * p_.cc * n_out * g_.es));
             conv2d(c_.dtype, acc_t, out(r), in, w, prm, !pw && st.chunk > 0);
           }
-          // The next step's loads; a tile's stores drain during the next tile's steps, waited
-          // for only before this tile's epilogue rounds into the staging buffer they read (or,
-          // fp32, two tiles later writes the accumulator they read). Pieces store every step.
+          // The next step's loads; a tile's stores drain during the next tile's steps and are
+          // waited for before this tile's epilogue (which rounds into the staging buffer they
+          // read; with fp32 or direct output the accumulator they read is written again by the
+          // tile after this one). Pieces store every step.
           if (pw) sync_io();
           else sync_loads();
           if (!pw && st.chunk + 1 < p_.qc) continue;
@@ -738,6 +739,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
     for (const DirectConv::Phase& p : c.phases) px += static_cast<double>(std::min(rows, p.oh) * p.ow);
     return px;
   };
+  // Pixels the epilogue's passes run over: each phase's whole tile rows (Wp - kw + 1 columns).
+  auto epilogue_px = [&](std::size_t rows, std::size_t ni) {
+    if (!phased) return out_px(rows, ni);
+    double px = 0;
+    for (const DirectConv::Phase& p : c.phases) px += static_cast<double>(std::min(rows, p.oh) * (g.wp - p.kw + 1));
+    return px;
+  };
   // The plan's clusters, and every core of the device loading DRAM at once (a budget of clusters
   // shares the device with the convolutions on the others).
   const std::size_t cores = d.cores_per_cluster, all_cores = cores * d.clusters;
@@ -822,7 +830,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           // with the TFU; its store overlaps the next tile.
           auto epilogue = [&](std::size_t rows) {
             if (direct) return 0.0;
-            const double n = out_px(rows, ni) * static_cast<double>(nco);
+            const double n = epilogue_px(rows, ni) * static_cast<double>(nco);
             const int passes =
                 (c.out.bias ? 1 : 0) + (c.out.affine.enabled ? 2 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
             return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
@@ -921,6 +929,10 @@ Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv,
                      std::uint32_t* kernels) {
   *kernels = 0;
   MLU_CHECK(plan.rh > 0, Status::kNotSupported, name + ": no direct-convolution tiling fits this device");
+  MLU_CHECK(conv.phases.empty() || (conv.w_k_major && plan.ni == 1 && plan.ps == plan.nco && !plan.split_last),
+            Status::kInternalError,
+            name + ": a phased convolution needs depth-major weights and a plan of one image a tile, whole "
+                   "output-channel chunks and no split last intrinsic (" + plan.str() + ")");
   auto job = std::make_shared<const DirectConv>(conv);
   auto pl = std::make_shared<const DirectPlan>(plan);
   const unsigned cpc = h.cores_per_cluster();

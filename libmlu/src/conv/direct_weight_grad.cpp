@@ -672,16 +672,20 @@ WeightGradPlan plan_weight_grad(const Handle& h, const WeightGradConv& c) {
             const double dram_bytes =
                 (l2_shares ? x_bytes * halo + dy_bytes : reads) + dw_bytes;
             // The reduction (s > 1): each group's partial sums go to SRAM (every core of the
-            // cluster writing) during the last tile's next group's matmul, the last group's after
-            // the compute; then each core reads the others' sums for 1/s of the rows and adds them.
-            const double taps_d = static_cast<double>(g.taps), sram_w = acc * static_cast<double>(cores) / d.sram_bpc;
-            const double red =
-                s > 1 ? sram_w * static_cast<double>(last) / taps_d +
-                            static_cast<double>(groups - 1) * std::max(0.0, sram_w * static_cast<double>(tg) / taps_d - mm_group) +
-                            acc * static_cast<double>(cores * (s - 1) / s) / d.sram_bpc +
-                            static_cast<double>((s - 1)) *
-                                static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))))
-                      : 0.0;
+            // cluster writing) during the last tile's next group's matmul (the last group's, of
+            // `last` taps, for the one before it), the last group's after the compute; then each
+            // core reads the others' sums for 1/s of the rows and adds them.
+            double red = 0;
+            if (s > 1) {
+              const double write = acc * static_cast<double>(cores) / d.sram_bpc / static_cast<double>(g.taps);
+              const double send = write * static_cast<double>(tg);  // a full group's copy, all cores
+              const double mm_last = static_cast<double>(d.matmul_cycles(ocb, p, last * cb));
+              for (std::size_t gi = 0; gi + 1 < groups; ++gi)
+                red += std::max(0.0, send - (gi + 2 == groups ? mm_last : mm_group));
+              red += write * static_cast<double>(last) + acc * static_cast<double>(cores * (s - 1) / s) / d.sram_bpc +
+                     static_cast<double>(s - 1) *
+                         static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(acc / 4 / static_cast<double>(s))));
+            }
             // Groups stored early (stores_groups_early): a group's store overlaps the next group's
             // matmul, so the last tile's steps take the longer of the two and only the last
             // group's store follows the compute.

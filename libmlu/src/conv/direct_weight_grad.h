@@ -20,8 +20,7 @@
 //     -> WRAM per tap: a run of OW x cb per output row at stride 1 with one tap a group, else a
 //     run of cb per pixel) and accumulates acc[group][ocb, g x cb] (fp32, NRAM) += dY^T[ocb, P] x
 //     B on the TFU: M = ocb (array rows), K = P (streamed), N = g x cb (array columns), dY [P, ocb]
-//     being dY^T stored depth-major (dev::matmul_a_k_major: no transpose pass; it used to be
-//     one identity matmul per tile, I x dY^T, up to a fifth of the kernel's TFU time). A group of
+//     being dY^T stored depth-major (dev::matmul_a_k_major: no transpose pass). A group of
 //     taps fills the array's column folds where one tap's cb would leave most of the last fold idle
 //     (cb = 64 on 46 columns: 70% of two folds; two taps, N = 128: 93% of three).
 // The next group's window copies and the next tile's loads (x and dY, spread over the tile's
@@ -37,9 +36,10 @@
 // there. With s == 1 a group's sums are final once the last tile's matmul of that group is done:
 // the core rounds them to the dtype and stores them while the next group's matmul runs (all cores
 // end a round together, so a store after the compute would find every core writing dW at once).
-// A core with s > 1 writes its partial sums to SRAM after its tiles; after a cluster barrier each
-// of the s cores adds the others' partials for 1/s of the block's rows (VFU) and stores them,
-// rounded to the dtype.
+// A core with s > 1 copies each group's partial sums to SRAM once they are final (the last tile's
+// matmul of that group done), during the next group's matmul; after a cluster barrier each of the
+// s cores adds the others' partials for 1/s of the block's rows (VFU) and stores them, rounded to
+// the dtype.
 //
 // Cost model of the plan (the planner's estimate; the simulation gives the real time), per core
 // and round of jobs (jobs / cores rounds):
@@ -54,10 +54,11 @@
 //     stage; with all jobs in one round on a chip with an L2 model, the blocks reading the same
 //     tile at the same time (x: those of the same input channels; dY: of the same output
 //     channels) read it from DRAM once;
-//   round  = first load + tiles per part x tile + (s > 1: the reduction, w_last + (groups - 1) x
-//     max(0, w_g - mm) + acc x cores x (s - 1) / s bytes over the SRAM rate + the VFU adds, w_g
-//     = a group's acc x cores bytes over the SRAM rate: each group's partial sums go to SRAM
-//     during the next group's matmul, the last group's after it) + stores, where store = the
+//   round  = first load + tiles per part x tile + (s > 1: the reduction, w_last + sum over the
+//     groups but the last of max(0, w_g - the next group's mm) + acc x cores x (s - 1) / s bytes
+//     over the SRAM rate + the VFU adds, w_g = a group's acc x cores bytes over the SRAM rate:
+//     each group's partial sums go to SRAM during the next group's matmul, the last group's
+//     after it) + stores, where store = the
 //     block's dW bytes at the IO-DMA rate or the core's share of DRAM (every core stores at once)
 //     and stores = store / s, or (s == 1, groups stored early) store_g + (groups - 1) x max(0,
 //     store_g - mm_g), store_g = store x tg / taps: a group's store overlaps the next group's

@@ -415,15 +415,11 @@ void Core::retire_copies(bool (*wait_for)(const OutstandingCopy&)) {
     for (const Range& r : rs) b.lo = std::min(b.lo, r.lo), b.hi = std::max(b.hi, r.hi);
     return b;
   };
-  std::vector<OutstandingCopy> kept;
-  for (OutstandingCopy& c : outstanding_) {
-    if (!c.transfer->done()) {
-      kept.push_back(std::move(c));
-      continue;
-    }
-    if (chain && !c.reads.empty()) retired_.push_back({box(c.reads), box(c.writes), c.transfer->end_ps()});
-  }
-  outstanding_ = std::move(kept);
+  const auto landed = std::stable_partition(outstanding_.begin(), outstanding_.end(),
+                                            [](const OutstandingCopy& c) { return !c.transfer->done(); });
+  for (auto c = landed; chain && c != outstanding_.end(); ++c)
+    if (!c->reads.empty()) retired_.push_back({box(c->reads), box(c->writes), c->transfer->end_ps()});
+  outstanding_.erase(landed, outstanding_.end());
   inflight_reads_.clear();
   inflight_writes_.clear();
   for (const OutstandingCopy& c : outstanding_) {

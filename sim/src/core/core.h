@@ -153,7 +153,7 @@ class Core {
   bool shutdown_ = false;
 
   // Back-to-back TFU intrinsics: the last one's end, the drain cycles it leaves to hide and its
-  // output; the copies sync_io retired since without a stall (their footprints, one range per
+  // output; the copies sync_io / sync_loads retired since without a stall (their footprints, one range per
   // side, and end times: an intrinsic's operands are ready when the copies writing them ended).
   struct RetiredCopy {
     Range read_box, write_box;

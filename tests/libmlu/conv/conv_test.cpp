@@ -411,8 +411,11 @@ TEST_F(ConvTest, DirectForwardOutputChannelPieces) {
 // buffer, then stored asynchronously): each image of a tile rounds into its own part of the
 // staging buffer, so the second image's rounding does not overwrite the first one's store in
 // flight (the simulator faults on such a hazard). Forced plan: tiles of two whole images, one
-// cluster; written densely (one block per image) and with a row pitch of two output rows (one
-// store per row, as a phase of a strided backward-data writes dx), the rows between untouched.
+// cluster; written densely (one block per image) and with a row pitch of two output rows (as a
+// phase of a strided backward-data writes dx: each image's rows finished as one block and stored
+// by one copy), the rows between untouched; without and with a bias, and with each core's last
+// intrinsic in two parts (split_last: the first part's rounding and store in flight while the
+// second part's block is finished).
 TEST_F(ConvTest, DirectStackedImagesThroughTheEpilogue) {
   const Case k{3, 16, 5, 4, 6, 3, 3, params(1, 1, 1, 1, 1, 1, 1)};
   const conv::DirectConv d0 = direct_of(k, DType::kFloat16);
@@ -427,22 +430,29 @@ TEST_F(ConvTest, DirectStackedImagesThroughTheEpilogue) {
   for_each_tap(k, [&](auto n, auto o, auto oy, auto ox, auto ci, auto i, auto j, auto iy, auto ix) {
     conv_out[flat(dims, n, o, oy, ox)] += w.get(o, ci, i, j) * x.get(n, ci, iy, ix);
   });
-  for (const std::int64_t row_gap : {1, 2}) {  // output rows 1 or 2 rows apart
-    SCOPED_TRACE("rows " + std::to_string(row_gap) + " apart: " + plan.str());
+  auto bias = make<half>(1, k.oc, 1, 1, Format::kNchw, 44);
+  void* pbias = to_device(bias.data);
+  for (const std::int64_t row_gap : {1, 2})  // output rows 1 or 2 rows apart
+  for (const bool with_bias : {false, true})
+  for (const bool split_last : {false, true}) {
+    plan.split_last = split_last;
+    SCOPED_TRACE("rows " + std::to_string(row_gap) + " apart" + (with_bias ? ", bias: " : ": ") + plan.str());
     auto y = make<half>(k.n, k.oc, row_gap * d0.oh, d0.ow, Format::kChannelsLast, 43);
     std::vector<double> want(y.data.size());
     for (std::int64_t n = 0; n < y.d[0]; ++n)
       for (std::int64_t o = 0; o < y.d[1]; ++o)
         for (std::int64_t r = 0; r < y.d[2]; ++r)
           for (std::int64_t c = 0; c < y.d[3]; ++c)
-            want[flat(y.d, n, o, r, c)] = r % row_gap ? static_cast<double>(y.get(n, o, r, c))
-                                                      : conv_out[flat(dims, n, o, r / row_gap, c)];
+            want[flat(y.d, n, o, r, c)] =
+                r % row_gap ? static_cast<double>(y.get(n, o, r, c))
+                            : conv_out[flat(dims, n, o, r / row_gap, c)] + (with_bias ? bias.get(0, o, 0, 0) : 0.0);
     conv::DirectConv d = d0;
     d.x_base = reinterpret_cast<std::uintptr_t>(to_device(x.data));
     d.w_base = reinterpret_cast<std::uintptr_t>(to_device(w.data));
     void* py = to_device(y.data);
     direct_output_to(&d, y, py);
     if (row_gap > 1) d.out_row_pitch = row_gap * y.s[2];
+    if (with_bias) d.out.bias = true, d.out.bias_base = reinterpret_cast<std::uintptr_t>(pbias), d.out.bias_stride = 1;
     std::uint32_t kernels = 0;
     ASSERT_EQ(conv::launch_direct(h(), "direct_stacked", d, plan, &kernels), Status::kSuccess) << last_error_detail();
     ASSERT_EQ(cnrtQueueSync(nullptr), cnrtSuccess) << last_error_detail();
@@ -599,8 +609,9 @@ TEST_F(ConvTest, DirectBackwardData) {
 }
 
 // Strided, channels-innermost: one direct convolution per output phase with its sub-kernel
-// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16), here all the
-// phases with taps in one kernel (DirectConv::phases, below). Phases no tap reaches are filled
+// (3x3 / 2, 7x7 / 2 with odd sizes, stride 2 x 1 with asymmetric padding, fp16), the phases with
+// taps in one launch, one each or (the 3x3 / 2 and 3x3 / 4 here, fp32 and fp16 with a bias) as
+// one phased kernel (DirectConv::phases, below). Phases no tap reaches are filled
 // with zeros or the bias over dx's previous contents: a 1x1 / 2 is one direct kernel, one fill of
 // the odd columns of even rows and one of whole odd rows; a 3x3 / 4 has tapless rows and tapless
 // columns in rows with taps. Each phase reads its mirrored sub-kernel straight from w (no
@@ -631,6 +642,7 @@ TEST_F(ConvTest, DirectBackwardDataStrided) {
   // 9 phases with taps (one direct kernel), 3 tapless in rows with taps, rows 3 mod 4 whole.
   EXPECT_EQ(h().ops().back().kernels, 1u + 3 + 1);
   backward_data<half>(s4, Format::kNhwc, Format::kNhwc, Format::kNhwc, 3e-3, /*bias=*/true);
+  EXPECT_EQ(h().ops().back().kernels, 1u + 3 + 1);
 }
 
 // The phases of a strided backward-data as one direct kernel (DirectConv::phases): unite_phases
