@@ -69,6 +69,8 @@ struct PhaseRun {
   std::size_t tap0 = 0;  // taps of the phases before it: its kernel's place in a unit's weights
   std::size_t px0 = 0;   // accumulator pixels of the phases before it in a tile of rh rows
 };
+// A phase's intrinsic reads whole input-tile rows: Wp - kw + 1 output columns per row.
+std::size_t phase_cols(const Geometry& g, const DirectConv::Phase& p) { return g.wp - p.kw + 1; }
 std::vector<PhaseRun> phase_runs(const DirectConv& c, const Geometry& g, std::size_t rh) {
   std::vector<PhaseRun> v;
   if (c.phases.empty()) {
@@ -81,7 +83,7 @@ std::vector<PhaseRun> phase_runs(const DirectConv& c, const Geometry& g, std::si
   std::size_t taps = 0, px = 0;
   for (const DirectConv::Phase& p : c.phases) {
     PhaseRun r;
-    r.ph = p, r.cols = g.wp - p.kw + 1, r.tap0 = taps, r.px0 = px;
+    r.ph = p, r.cols = phase_cols(g, p), r.tap0 = taps, r.px0 = px;
     taps += p.kh * p.kw, px += rh * r.cols;
     v.push_back(r);
   }
@@ -96,7 +98,7 @@ std::size_t epilogue_pixels(const DirectConv& c, const Geometry& g, std::size_t 
 std::size_t acc_pixels(const DirectConv& c, const Geometry& g, std::size_t rh, std::size_t ni) {
   if (c.phases.empty()) return g.tile_out_rows(c, rh, ni) * c.ow;
   std::size_t px = 0;
-  for (const DirectConv::Phase& p : c.phases) px += rh * (g.wp - p.kw + 1);
+  for (const DirectConv::Phase& p : c.phases) px += rh * phase_cols(g, p);
   return px;
 }
 
@@ -732,18 +734,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   if (!c.phases.empty() && !c.w_k_major) return best;
   const Geometry g(c);
   const bool phased = !c.phases.empty();
-  // Output pixels of a tile of `rows` rows (ni images): every phase's (each at most its own rows).
-  auto out_px = [&](std::size_t rows, std::size_t ni) {
-    if (!phased) return static_cast<double>(ni * rows * c.ow);
+  const std::vector<PhaseRun> runs = phase_runs(c, g, 0);  // its phases, or itself as one
+  // Pixels of a tile of `rows` rows (ni images), each phase at most its own rows: the OW kept per
+  // row, or (computed) every column its intrinsic writes, which the epilogue's passes run over.
+  auto tile_px = [&](std::size_t rows, std::size_t ni, bool computed) {
     double px = 0;
-    for (const DirectConv::Phase& p : c.phases) px += static_cast<double>(std::min(rows, p.oh) * p.ow);
-    return px;
-  };
-  // Pixels the epilogue's passes run over: each phase's whole tile rows (Wp - kw + 1 columns).
-  auto epilogue_px = [&](std::size_t rows, std::size_t ni) {
-    if (!phased) return out_px(rows, ni);
-    double px = 0;
-    for (const DirectConv::Phase& p : c.phases) px += static_cast<double>(std::min(rows, p.oh) * (g.wp - p.kw + 1));
+    for (const PhaseRun& r : runs)
+      px += static_cast<double>(ni * std::min(rows, r.ph.oh) * (computed ? r.cols : r.ph.ow));
     return px;
   };
   // The plan's clusters, and every core of the device loading DRAM at once (a budget of clusters
@@ -751,7 +748,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   const std::size_t cores = d.cores_per_cluster, all_cores = cores * d.clusters;
   const std::size_t clusters = max_clusters > 0 ? std::min<std::size_t>(max_clusters, d.clusters) : d.clusters;
   const double w_bytes = static_cast<double>(c.oc * g.taps * c.c * g.es);
-  const double y_bytes = out_px(c.oh, 1) * static_cast<double>(c.n * c.oc * g.es);
+  const double y_bytes = tile_px(c.oh, 1, false) * static_cast<double>(c.n * c.oc * g.es);
   const double x_bytes = static_cast<double>(c.n * c.h * c.w * c.c * g.es);
   // Output-channel chunks: whole TFU columns (the last may be partial), up to all of OC, and OC
   // cut into q equal chunks (q up to 64).
@@ -830,13 +827,13 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
           // with the TFU; its store overlaps the next tile.
           auto epilogue = [&](std::size_t rows) {
             if (direct) return 0.0;
-            const double n = epilogue_px(rows, ni) * static_cast<double>(nco);
+            const double n = tile_px(rows, ni, true) * static_cast<double>(nco);
             const int passes =
                 (c.out.bias ? 1 : 0) + (c.out.affine.enabled ? 2 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
             return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
           };
           auto store = [&](std::size_t rows) {
-            const double bytes = out_px(rows, ni) * static_cast<double>(nco * g.es);
+            const double bytes = tile_px(rows, ni, false) * static_cast<double>(nco * g.es);
             return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
           };
           auto tile_cycles = [&](std::size_t rows, double readers) {
@@ -852,8 +849,9 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             // One intrinsic, or one per phase (whole input-tile rows: Wp - kw + 1 columns each).
             double tfu = 0;
             if (!phased) tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
-            for (const DirectConv::Phase& p : c.phases)
-              tfu += static_cast<double>(d.conv_cycles(std::min(rows, p.oh) * (g.wp - p.kw + 1), p.kh * p.kw, cc, nco));
+            else
+              for (const PhaseRun& r : runs)
+                tfu += static_cast<double>(d.conv_cycles(std::min(rows, r.ph.oh) * r.cols, r.ph.kh * r.ph.kw, cc, nco));
             const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };

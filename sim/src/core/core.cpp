@@ -389,9 +389,13 @@ void Core::copy(Addr dst, Addr src, const dev::CopyShape& shape, dev::Dir dir, b
     break_tfu_chain();
     return;
   }
+  guard(c);
+  outstanding_.push_back(std::move(c));
+}
+
+void Core::guard(const OutstandingCopy& c) {
   for (const Range& r : c.reads) inflight_reads_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
   for (const Range& r : c.writes) inflight_writes_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
-  outstanding_.push_back(std::move(c));
 }
 
 void Core::sync_io() {
@@ -422,10 +426,7 @@ void Core::retire_copies(bool (*wait_for)(const OutstandingCopy&)) {
   outstanding_.erase(landed, outstanding_.end());
   inflight_reads_.clear();
   inflight_writes_.clear();
-  for (const OutstandingCopy& c : outstanding_) {
-    for (const Range& r : c.reads) inflight_reads_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
-    for (const Range& r : c.writes) inflight_writes_.add(hazard_key(r.space, r.lo), hazard_key(r.space, r.hi));
-  }
+  for (const OutstandingCopy& c : outstanding_) guard(c);
 }
 
 // ---------------------------------------------------------------------------------------------

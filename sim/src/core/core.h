@@ -100,6 +100,7 @@ class Core {
   // Waits for the outstanding copies `wait_for` selects, then retires every copy that has landed
   // (sync_io: all of them; sync_loads: those writing on-chip memory).
   void retire_copies(bool (*wait_for)(const OutstandingCopy&));
+  void guard(const OutstandingCopy& c);  // adds its ranges to the hazard keys (inflight_reads_ / _writes_)
   void thread_main();
   void run_task();
   void wait_ps(Picos ps);
