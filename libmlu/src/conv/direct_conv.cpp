@@ -779,6 +779,7 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
         const CoreBuffers b1 = core_buffers(c, g, 1, 1, nco, cc, ps, d.wram_bytes);
         if (b1.wram() > d.wram_bytes) continue;
         const bool pw = ps < nco;
+        const std::size_t nu = pw ? ceil_div(nco, ps) : qc;  // weight units (WRAM slots when resident)
         const double chunk = static_cast<double>(nco * g.taps * cc * g.es);
         const double unit = pw ? static_cast<double>(ps * g.taps * c.c * g.es) : chunk;  // a unit's weights
         const std::size_t gq = pw || c.w_k_major ? 1 : stage_group(c, d.config, nco, cc);
@@ -846,16 +847,24 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
               }
               return sum;
             }
-            // One intrinsic, or one per phase (whole input-tile rows: Wp - kw + 1 columns each).
+            // One intrinsic, or one per phase (whole input-tile rows: Wp - kw + 1 columns each),
+            // the phases' issued back to back on the step's input: all but the first chained.
             double tfu = 0;
             if (!phased) tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
             else
-              for (const PhaseRun& r : runs)
-                tfu += static_cast<double>(d.conv_cycles(std::min(rows, r.ph.oh) * r.cols, r.ph.kh * r.ph.kw, cc, nco));
+              for (const PhaseRun& r : runs) {
+                const std::size_t px = std::min(rows, r.ph.oh) * r.cols, taps = r.ph.kh * r.ph.kw;
+                tfu += static_cast<double>(tfu == 0 ? d.conv_cycles(px, taps, cc, nco)
+                                                    : d.conv_chained_cycles(px, taps, cc, nco));
+              }
             const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
           };
           const double full_alone = tile_cycles(rh, 1), full_shared = tile_cycles(rh, static_cast<double>(q));
+          // An image's last band holds the rows left over (OH mod rh), at its own cost.
+          const std::size_t last_rows = c.oh - (tb - 1) * rh;
+          const double last_alone = last_rows < rh ? tile_cycles(last_rows, 1) : full_alone;
+          const double last_shared = last_rows < rh ? tile_cycles(last_rows, static_cast<double>(q)) : full_shared;
           // The last intrinsic in two parts (split_last): the first part's epilogue and store,
           // half the tile's, hide behind the second part's intrinsic, for one more intrinsic's
           // fill and drain. Decided on that difference alone.
@@ -872,16 +881,40 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             // All jobs in one round on an L2 chip: the q chunks' jobs over the same pixels read the
             // same input tiles at about the same time, and the L2 serves all but the first read.
             const bool l2_shares_x = d.config.l2_cache && jobs <= clusters;
-            const double full = l2_shares_x ? full_shared : full_alone;
-            // The busiest core: its share of a job's tiles, each counted as a full band.
-            const std::size_t per_core = ceil_div(ceil_div(tiles, gp), cores);
-            const double busy = static_cast<double>(per_core) * full;
+            const double full = l2_shares_x ? full_shared : full_alone, last = l2_shares_x ? last_shared : last_alone;
             // Before the first intrinsic: chunk 0 staged by the memory core (every cluster's at once)
             // and copied to WRAM, or the first input tile, whichever is later; after the last: its store.
             const double group = pw ? unit : chunk * static_cast<double>(gq);
+            // Every cluster of the launch stages at once: the plan's, or (a budget of clusters)
+            // the device's, the other convolutions staging theirs.
+            const double stagers = static_cast<double>(max_clusters > 0 ? d.clusters : used);
             auto stage = [&](double bytes) {
-              return d.io_latency_cycles + stage_eff * std::max(bytes / d.memcore_dma_bpc, bytes * used / dram);
+              return d.io_latency_cycles + stage_eff * std::max(bytes / d.memcore_dma_bpc, bytes * stagers / dram);
             };
+            // Resident weights arrive unit by unit during a core's first two tiles (order_steps):
+            // unit 0 before the first intrinsic (below), unit u + 1 staged and copied to WRAM
+            // while the TFU runs on unit u, so the steps on units 0 .. nu - 2 take at least the
+            // feed of the nu - 1 others.
+            const double fed = static_cast<double>(nu - 1);
+            const double feed = b.resident ? fed * std::max(w_copy, stage(unit)) : 0.0;
+            // The busiest core: its contiguous share of a job's tiles (the kernel's split), the
+            // images' last bands among them at their own cost (tiles t with t mod tb == tb - 1),
+            // its first two tiles no shorter than the weights' feed.
+            std::size_t per_core = 0;
+            double busy = 0;
+            for (std::size_t k = 0; k < std::min(gp, jobs); ++k) {
+              const Span jt = split_units(tiles, gp, 1, k);
+              for (std::size_t core = 0; core < cores; ++core) {
+                const Span ct = split_units(jt.size, cores, 1, core);
+                const std::size_t t0 = jt.begin + ct.begin, t1 = t0 + ct.size;
+                const std::size_t lasts = ni > 1 ? 0 : t1 / tb - t0 / tb;
+                const double own = static_cast<double>(ct.size - lasts) * full + static_cast<double>(lasts) * last;
+                const double first_steps =
+                    static_cast<double>(std::min<std::size_t>(2, ct.size)) * full * fed / static_cast<double>(nu);
+                per_core = std::max(per_core, ct.size);
+                busy = std::max(busy, own + std::max(0.0, feed - first_steps));
+              }
+            }
             // Group 0 whole, or (split0) in halves: the first half's WRAM copy runs while the
             // second half stages.
             const double whole0 = stage(group) + w_copy;
@@ -923,14 +956,22 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   return best;
 }
 
-Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv, const DirectPlan& plan,
-                     std::uint32_t* kernels) {
-  *kernels = 0;
+namespace {
+// What every launch checks of a plan: it exists, and a phased convolution's is one it can run.
+Status check_direct_plan(const std::string& name, const DirectConv& conv, const DirectPlan& plan) {
   MLU_CHECK(plan.rh > 0, Status::kNotSupported, name + ": no direct-convolution tiling fits this device");
   MLU_CHECK(conv.phases.empty() || (conv.w_k_major && plan.ni == 1 && plan.ps == plan.nco && !plan.split_last),
             Status::kInternalError,
             name + ": a phased convolution needs depth-major weights and a plan of one image a tile, whole "
                    "output-channel chunks and no split last intrinsic (" + plan.str() + ")");
+  return Status::kSuccess;
+}
+}  // namespace
+
+Status launch_direct(Handle& h, const std::string& name, const DirectConv& conv, const DirectPlan& plan,
+                     std::uint32_t* kernels) {
+  *kernels = 0;
+  MLU_RETURN_IF_ERROR(check_direct_plan(name, conv, plan));
   auto job = std::make_shared<const DirectConv>(conv);
   auto pl = std::make_shared<const DirectPlan>(plan);
   const unsigned cpc = h.cores_per_cluster();
@@ -948,9 +989,9 @@ Status launch_direct_concurrent(Handle& h, const std::string& name, const std::v
   MLU_CHECK(convs.size() == plans.size() && !convs.empty(), Status::kInternalError,
             name + ": one plan per convolution");
   std::size_t total = 0;
-  for (const DirectPlan& p : plans) {
-    MLU_CHECK(p.rh > 0, Status::kNotSupported, name + ": no direct-convolution tiling fits this device");
-    total += p.clusters;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    MLU_RETURN_IF_ERROR(check_direct_plan(name, convs[i], plans[i]));
+    total += plans[i].clusters;
   }
   MLU_CHECK(total <= h.clusters(), Status::kInternalError,
             name + ": " + std::to_string(total) + " clusters planned on a device of " + std::to_string(h.clusters()));

@@ -39,14 +39,19 @@
 // run unit by unit (tile 0 and 1 on unit 0, then on unit 1, ...), so the wait for group g + 1 and
 // its WRAM copy overlap an intrinsic instead of preceding the next one.
 //
-// Cost model of the plan (the planner's estimate; the simulation gives the real time): per core,
-// its tiles' steps, each the longest of the intrinsic's TFU cycles (tfu_timing.h via
-// DeviceModel::conv_cycles), its input DMA (IO-DMA rate, or the core's share of DRAM when every
-// core loads, slowed by how unevenly the runs fall on the DRAM channels and divided among the
-// chunks reading the same tile when the L2 serves them (below), or its share of the NoC/L2 stage)
-// and its WRAM copy when
-// not resident; plus the first unit's staging and copy (every cluster staging at once) and the
-// last tile's store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
+// Cost model of the plan (the planner's estimate; the simulation gives the real time): per core
+// (the busiest: its contiguous share of a job's tiles, an image's last band of OH mod rh rows at
+// its own cost), its tiles' steps, each the longest of the intrinsic's TFU cycles (tfu_timing.h
+// via DeviceModel::conv_cycles; a phased step's intrinsics run back to back on one input tile, all
+// but the first chained: conv_chained_cycles), its input DMA (IO-DMA rate, or the core's share of
+// DRAM when every core loads, slowed by how unevenly the runs fall on the DRAM channels and
+// divided among the chunks reading the same tile when the L2 serves them (below), or its share of
+// the NoC/L2 stage) and its WRAM copy when not resident. Resident weights arrive unit by unit
+// during the core's first two tiles (unit u + 1 staged and copied while the TFU runs on unit u),
+// so their steps on all but the last unit take at least (units - 1) x the longer of a unit's
+// staging and its WRAM copy. Plus the first unit's staging and copy (every cluster of the launch
+// staging at once: the device's when the plan has a budget of clusters) and the last tile's
+// store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
 // stage + copy, decided for the chosen tiling alone (tilings compared on whole groups), and only
 // for a compute-bound plan whose cores have two tiles or one staging group (else the first
 // intrinsic waits for group 1's staging anyway); split_last when min(half the last tile's

@@ -19,6 +19,12 @@ std::uint64_t DeviceModel::conv_cycles(std::uint64_t m, std::uint64_t taps, std:
   return sim::tfu_conv_intrinsic_cycles(config, in, m, taps, cin, n);
 }
 
+std::uint64_t DeviceModel::conv_chained_cycles(std::uint64_t m, std::uint64_t taps, std::uint64_t cin,
+                                               std::uint64_t n) const {
+  if (m == 0 || taps == 0 || cin == 0 || n == 0) return 0;
+  return sim::tfu_conv_intrinsic_chained_cycles(config, in, m, taps, cin, n);
+}
+
 std::uint64_t DeviceModel::vfu_cycles_fp32(std::uint64_t n) const {
   return sim::vfu_elementwise_cycles(config, sim::DType::kFloat32, n);
 }

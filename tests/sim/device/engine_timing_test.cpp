@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compute/tfu_timing.h"
+#include "mlusim/sim/engine_costs.h"
 #include "mlusim/sim/kernel_api.h"
 #include "sim_fixture.h"
 
@@ -178,6 +179,13 @@ TEST_F(TfuIntrinsicOverlap, BackToBackHidesTheDrain) {
   EXPECT_EQ(r.cycles, 2 * kOne - kDrain);
   EXPECT_EQ(r.engines[static_cast<int>(Engine::kTfu)].cycles, 2 * kOne - kDrain);
   EXPECT_EQ(2 * kOne - kDrain, compute::tfu_gemm_cycles(cfg().tfu_fp32, cfg().tfu_dataflow, true, 16, 100, 8).cycles);
+  // What planners are told of it (engine_costs.h): a 1-tap conv intrinsic is the same product,
+  // and the chained one adds its cycles less the drain.
+  const std::uint64_t plain = tfu_conv_intrinsic_cycles(cfg(), DType::kFloat32, 8, 1, 100, 8);
+  const std::uint64_t chained = tfu_conv_intrinsic_chained_cycles(cfg(), DType::kFloat32, 8, 1, 100, 8);
+  EXPECT_EQ(plain, kOne);
+  EXPECT_EQ(chained, kOne - kDrain);
+  EXPECT_EQ(r.cycles, plain + chained);
   // Accumulating into the last one's C does not wait for it (sums added as they drain).
   r = two(false, true);
   EXPECT_EQ(r.cycles, 2 * kOne - kDrain);
@@ -206,10 +214,11 @@ TEST_F(TfuIntrinsicOverlap, WhatBreaksTheChain) {
   });
   ASSERT_FALSE(r.faulted) << r.fault;
   EXPECT_EQ(r.cycles, kOne + compute::tfu_gemm_cycles(cfg().tfu_fp16, cfg().tfu_dataflow, true, 8, 100, 8).cycles);
-  // The key off: every intrinsic pays its drain.
+  // The key off: every intrinsic pays its drain, and planners are told so.
   build("tiny", {{"tfu.fold_overlap", "true"}});
   r = two(false, false);
   EXPECT_EQ(r.cycles, 2 * kOne);
+  EXPECT_EQ(tfu_conv_intrinsic_chained_cycles(cfg(), DType::kFloat32, 8, 1, 100, 8), kOne);
 }
 
 // The second intrinsic's A loaded by a copy issued before the first: it enters the array when the
