@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "common/activation.h"
@@ -726,6 +728,15 @@ bool direct_backward_data_applies(const Handle& h, const ConvShape& s, const Vie
   return dy_nhwc && w_ci && dx_nhwc;
 }
 
+namespace {
+// A core's share of a job's pixel tiles in the planner: how many, and how many of them are an
+// image's last band.
+struct CoreShare {
+  std::size_t tiles = 0, lasts = 0;
+  bool operator==(const CoreShare& o) const { return tiles == o.tiles && lasts == o.lasts; }
+};
+}  // namespace
+
 DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clusters) {
   const gemm::DeviceModel d = gemm::device_model(h, c.dtype);
   DirectPlan best;
@@ -765,6 +776,26 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
   for (std::size_t v = c.c; v >= 1; --v)
     if (c.c % v == 0 && c.c / v <= 64) ccs.push_back(v);
   const double io_rate = d.io_dma_bpc, dram = d.dram_bpc, noc = d.noc_bpc;
+  // The distinct (tiles, last bands) shares of the cores with tiles, over the kernel's split of
+  // `tiles` (tb bands an image, image-major) into gp jobs and each job's over the cluster's cores:
+  // a core's tiles t0 .. t1 - 1 hold t1 / tb - t0 / tb last bands (t mod tb == tb - 1). Cached:
+  // the candidates of every output-channel chunk and Cin chunk share them.
+  std::map<std::tuple<std::size_t, std::size_t, std::size_t>, std::vector<CoreShare>> shares_cache;
+  auto core_shares = [&](std::size_t tiles, std::size_t tb, std::size_t gp) -> const std::vector<CoreShare>& {
+    auto [it, fresh] = shares_cache.try_emplace({tiles, tb, gp});
+    if (!fresh) return it->second;
+    for (std::size_t k = 0; k < gp; ++k) {
+      const Span jt = split_units(tiles, gp, 1, k);
+      for (std::size_t core = 0; core < cores; ++core) {
+        const Span ct = split_units(jt.size, cores, 1, core);
+        if (ct.size == 0) continue;
+        const std::size_t t0 = jt.begin + ct.begin, t1 = t0 + ct.size;
+        const CoreShare sh{ct.size, t1 / tb - t0 / tb};
+        if (std::find(it->second.begin(), it->second.end(), sh) == it->second.end()) it->second.push_back(sh);
+      }
+    }
+    return it->second;
+  };
   for (std::size_t nco : ncos) {
     const std::size_t q = ceil_div(c.oc, nco);
     if (sram_bytes(c, g, nco) > d.sram_bytes) continue;
@@ -848,14 +879,15 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
               return sum;
             }
             // One intrinsic, or one per phase (whole input-tile rows: Wp - kw + 1 columns each),
-            // the phases' issued back to back on the step's input: all but the first chained.
+            // the phases issued back to back on the step's input: all but the first chained.
             double tfu = 0;
             if (!phased) tfu = static_cast<double>(d.conv_cycles(m, g.taps, cc, nco));
             else
-              for (const PhaseRun& r : runs) {
+              for (std::size_t i = 0; i < runs.size(); ++i) {
+                const PhaseRun& r = runs[i];
                 const std::size_t px = std::min(rows, r.ph.oh) * r.cols, taps = r.ph.kh * r.ph.kw;
-                tfu += static_cast<double>(tfu == 0 ? d.conv_cycles(px, taps, cc, nco)
-                                                    : d.conv_chained_cycles(px, taps, cc, nco));
+                tfu += static_cast<double>(i == 0 ? d.conv_cycles(px, taps, cc, nco)
+                                                  : d.conv_chained_cycles(px, taps, cc, nco));
               }
             const double step = std::max({tfu, x_dma(rows, readers), b.resident ? 0.0 : w_copy});
             return static_cast<double>(qc) * step + epilogue(rows);
@@ -892,28 +924,24 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
               return d.io_latency_cycles + stage_eff * std::max(bytes / d.memcore_dma_bpc, bytes * stagers / dram);
             };
             // Resident weights arrive unit by unit during a core's first two tiles (order_steps):
-            // unit 0 before the first intrinsic (below), unit u + 1 staged and copied to WRAM
-            // while the TFU runs on unit u, so the steps on units 0 .. nu - 2 take at least the
-            // feed of the nu - 1 others.
+            // unit 0 with staging group 0 before the first intrinsic (below), each later unit
+            // copied to WRAM, and each later group staged, while the TFU runs on the units before
+            // it, so the steps on units 0 .. nu - 2 take at least the feed of the others.
             const double fed = static_cast<double>(nu - 1);
-            const double feed = b.resident ? fed * std::max(w_copy, stage(unit)) : 0.0;
+            const double later_groups = static_cast<double>(nu / gq - 1);
+            const double feed = b.resident ? std::max(fed * w_copy, later_groups * stage(group)) : 0.0;
             // The busiest core: its contiguous share of a job's tiles (the kernel's split), the
-            // images' last bands among them at their own cost (tiles t with t mod tb == tb - 1),
-            // its first two tiles no shorter than the weights' feed.
+            // images' last bands among them at their own cost, the TFU steps of its first two
+            // tiles no shorter than the weights' feed. (The last tile of a batch not a multiple
+            // of ni holds fewer images; counted whole.)
             std::size_t per_core = 0;
             double busy = 0;
-            for (std::size_t k = 0; k < std::min(gp, jobs); ++k) {
-              const Span jt = split_units(tiles, gp, 1, k);
-              for (std::size_t core = 0; core < cores; ++core) {
-                const Span ct = split_units(jt.size, cores, 1, core);
-                const std::size_t t0 = jt.begin + ct.begin, t1 = t0 + ct.size;
-                const std::size_t lasts = ni > 1 ? 0 : t1 / tb - t0 / tb;
-                const double own = static_cast<double>(ct.size - lasts) * full + static_cast<double>(lasts) * last;
-                const double first_steps =
-                    static_cast<double>(std::min<std::size_t>(2, ct.size)) * full * fed / static_cast<double>(nu);
-                per_core = std::max(per_core, ct.size);
-                busy = std::max(busy, own + std::max(0.0, feed - first_steps));
-              }
+            for (const CoreShare& sh : core_shares(tiles, tb, gp)) {
+              const double own = static_cast<double>(sh.tiles - sh.lasts) * full + static_cast<double>(sh.lasts) * last;
+              const double first_steps = static_cast<double>(std::min<std::size_t>(2, sh.tiles)) *
+                                         (full - epilogue(rh)) * fed / static_cast<double>(nu);
+              per_core = std::max(per_core, sh.tiles);
+              busy = std::max(busy, own + std::max(0.0, feed - first_steps));
             }
             // Group 0 whole, or (split0) in halves: the first half's WRAM copy runs while the
             // second half stages.

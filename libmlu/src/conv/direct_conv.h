@@ -47,9 +47,10 @@
 // DRAM when every core loads, slowed by how unevenly the runs fall on the DRAM channels and
 // divided among the chunks reading the same tile when the L2 serves them (below), or its share of
 // the NoC/L2 stage) and its WRAM copy when not resident. Resident weights arrive unit by unit
-// during the core's first two tiles (unit u + 1 staged and copied while the TFU runs on unit u),
-// so their steps on all but the last unit take at least (units - 1) x the longer of a unit's
-// staging and its WRAM copy. Plus the first unit's staging and copy (every cluster of the launch
+// during the core's first two tiles (each later unit copied to WRAM, each later staging group
+// staged, while the TFU runs on the units before it), so their TFU steps on all but the last unit
+// take at least the longer of (units - 1) WRAM copies and (groups - 1) stagings. Plus the first
+// unit's staging and copy (every cluster of the launch
 // staging at once: the device's when the plan has a budget of clusters) and the last tile's
 // store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
 // stage + copy, decided for the chosen tiling alone (tilings compared on whole groups), and only

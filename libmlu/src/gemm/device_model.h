@@ -37,7 +37,8 @@ struct DeviceModel {
   // depth folded per tap where the config says so).
   std::uint64_t conv_cycles(std::uint64_t m, std::uint64_t taps, std::uint64_t cin, std::uint64_t n) const;
   // The same intrinsic issued the moment the one before it ends, reading nothing that one wrote:
-  // its cycles less the drain the TFU hides where it chains intrinsics (sim/engine_costs.h).
+  // its cycles less the drain the TFU hides where it chains intrinsics (that one's, approximated
+  // by its own: sim/engine_costs.h).
   std::uint64_t conv_chained_cycles(std::uint64_t m, std::uint64_t taps, std::uint64_t cin, std::uint64_t n) const;
   // Cycles of a VFU pass over n fp32 elements.
   std::uint64_t vfu_cycles_fp32(std::uint64_t n) const;

@@ -21,9 +21,10 @@ std::uint64_t tfu_matmul_cycles(const HardwareConfig& cfg, DType in_t, std::uint
 std::uint64_t tfu_conv_intrinsic_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t pixels,
                                         std::uint64_t taps, std::uint64_t cin, std::uint64_t cout);
 // The same intrinsic issued the moment the one before it on the same array ends, reading nothing
-// that one wrote: the cycles it adds, that one's drain hidden where the TFU chains intrinsics
-// (tfu.intrinsic_overlap; taken as its own drain, compute/tfu_timing.h "Back-to-back
-// intrinsics"); else its plain cycles.
+// that one wrote: the cycles it adds to the chain where the TFU chains intrinsics
+// (tfu.intrinsic_overlap; compute/tfu_timing.h "Back-to-back intrinsics"), i.e. its cycles less
+// the drain of the one before, approximated by its own (exact for intrinsics of equal shape);
+// without intrinsic overlap, its plain cycles.
 std::uint64_t tfu_conv_intrinsic_chained_cycles(const HardwareConfig& cfg, DType in_t, std::uint64_t pixels,
                                                 std::uint64_t taps, std::uint64_t cin, std::uint64_t cout);
 // The same product on the VFU (vec_matmul) with output dtype out_t.
