@@ -864,9 +864,11 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
                 (c.out.bias ? 1 : 0) + (c.out.affine.enabled ? 2 : 0) + (c.out.act != Activation::kNone ? 2 : 0) + 1;
             return passes * static_cast<double>(d.vfu_cycles_fp32(static_cast<std::uint64_t>(n)));
           };
-          auto store = [&](std::size_t rows) {
+          // A core's store of a tile, `storers` cores storing at once (the last tiles: the plan's
+          // cores; the convolutions of the other clusters, if any, end at other times).
+          auto store = [&](std::size_t rows, double storers) {
             const double bytes = tile_px(rows, ni, false) * static_cast<double>(nco * g.es);
-            return d.io_latency_cycles + std::max(bytes / io_rate, bytes * all_cores / dram);
+            return d.io_latency_cycles + std::max(bytes / io_rate, bytes * storers / dram);
           };
           auto tile_cycles = [&](std::size_t rows, double readers) {
             const std::size_t m = g.tile_out_rows(c, rows, ni) * c.ow;
@@ -906,7 +908,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             const std::size_t ma = ni > 1 ? g.tile_out_rows(c, rh, ni / 2) : rh / 2;
             const std::size_t mb = ni > 1 ? g.tile_out_rows(c, rh, ni - ni / 2) : rh - rh / 2;
             const double extra = conv_m(ma * c.ow) + conv_m(mb * c.ow) - conv_m(g.tile_out_rows(c, rh, ni) * c.ow);
-            split_last = std::min((epilogue(rh) + store(rh)) / 2, conv_m(mb * c.ow)) > extra;
+            split_last = std::min((epilogue(rh) + store(rh, static_cast<double>(clusters * cores))) / 2,
+                                  conv_m(mb * c.ow)) > extra;
           }
           for (std::size_t gp = 1; gp <= clusters && gp <= tiles; ++gp) {
             const std::size_t jobs = q * gp, used = std::min(jobs, clusters);
@@ -952,7 +955,8 @@ DirectPlan plan_direct(const Handle& h, const DirectConv& c, std::size_t max_clu
             // The tilings are compared with group 0 whole (with halves the comparison picked
             // tilings that ran slower: 69 ResNet-50 convolutions 4074 us against 4058); split0 is
             // then decided for the chosen one alone.
-            const double job_cycles = std::max(whole0, x_dma(rh, readers)) + busy + store(rh);
+            const double job_cycles =
+                std::max(whole0, x_dma(rh, readers)) + busy + store(rh, static_cast<double>(used * cores));
             const double compute = static_cast<double>(ceil_div(jobs, used)) * job_cycles;
             const double halo = static_cast<double>(g.in_h(c, rh)) / static_cast<double>(rh * c.stride_h);
             // The weights stay counted per job: counting them once too (the gp jobs of a chunk

@@ -50,12 +50,12 @@
 // during the core's first two tiles (each later unit copied to WRAM, each later staging group
 // staged, while the TFU runs on the units before it), so their TFU steps on all but the last unit
 // take at least the longer of (units - 1) WRAM copies and (groups - 1) stagings. Plus the first
-// unit's staging and copy (every cluster of the launch
-// staging at once: the device's when the plan has a budget of clusters) and the last tile's
-// store; split0 when stage(half) + max(stage(half), copy(half)) + copy(half) beats
-// stage + copy, decided for the chosen tiling alone (tilings compared on whole groups), and only
-// for a compute-bound plan whose cores have two tiles or one staging group (else the first
-// intrinsic waits for group 1's staging anyway); split_last when min(half the last tile's
+// unit's staging and copy (every cluster of the launch staging at once: the device's when the
+// plan has a budget of clusters) and the last tile's store (the plan's cores storing at once: the
+// convolutions on the other clusters of a launch end at other times); split0 when stage(half) +
+// max(stage(half), copy(half)) + copy(half) beats stage + copy, decided for the chosen tiling
+// alone (tilings compared on whole groups), and only for a compute-bound plan whose cores have two
+// tiles or one staging group (else the first intrinsic waits for group 1's staging anyway); split_last when min(half the last tile's
 // epilogue and store, the second part's intrinsic) beats the extra intrinsic's cycles (the two
 // parts' minus the whole's: one more fill and drain, and their M folds). GDRAM reads = weights x
 // (jobs per chunk) + input (with the halo rows; runs of cc < C channels a pixel in whole DMA
